@@ -1,0 +1,140 @@
+"""The registry of APIs we speak, and request/response encoding with headers and framing.
+
+`API_SPECS` maps each API key to its request and response messages; the versions a message class
+declares are the versions kconsumer implements (see docs/protocol.md for who uses which).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..errors import ProtocolError
+from .headers import (
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+    frame,
+    skip_tagged_fields,
+)
+from .messages import all_message_pairs
+from .schema import Message
+from .types import Reader
+from .versions import Versions
+
+
+class ApiKey(enum.IntEnum):
+    """Kafka API keys used by kconsumer (plus its two extension APIs)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    CREATE_PARTITIONS = 37
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    CONSUMER_GROUP_PREPARE_ASSIGNMENT = 32000
+    CONSUMER_GROUP_INSTALL_ASSIGNMENT = 32001
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    """One API: its key, name, message classes and the versions we implement."""
+
+    key: int
+    name: str
+    request: type[Message]
+    response: type[Message]
+
+    @property
+    def versions(self) -> Versions:
+        return self.request.VALID_VERSIONS
+
+    def is_flexible(self, version: int) -> bool:
+        return self.request.is_flexible(version)
+
+    def request_header_version(self, version: int) -> int:
+        return 2 if self.is_flexible(version) else 1
+
+    def response_header_version(self, version: int) -> int:
+        # KIP-511: the ApiVersions response always uses header v0, so any client can read it.
+        if self.key == ApiKey.API_VERSIONS:
+            return 0
+        return 1 if self.is_flexible(version) else 0
+
+
+def _build_registry() -> dict[int, ApiSpec]:
+    registry: dict[int, ApiSpec] = {}
+    for request, response in all_message_pairs():
+        assert request.API_KEY == response.API_KEY, (request, response)
+        assert request.VALID_VERSIONS == response.VALID_VERSIONS, (request, response)
+        assert request.FLEXIBLE_VERSIONS == response.FLEXIBLE_VERSIONS, (request, response)
+        name = request.__name__.removesuffix("Request")
+        registry[request.API_KEY] = ApiSpec(request.API_KEY, name, request, response)
+    return registry
+
+
+API_SPECS: dict[int, ApiSpec] = _build_registry()
+
+
+def spec_for(api_key: int) -> ApiSpec:
+    """The spec of `api_key`, or a ProtocolError naming the unknown key."""
+    spec = API_SPECS.get(api_key)
+    if spec is None:
+        raise ProtocolError("RequestHeader", None, "RequestApiKey", f"unknown API key {api_key}")
+    return spec
+
+
+def encode_request(body: Message, version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """A complete request frame: size, header (v1 or v2) and body."""
+    spec = spec_for(body.API_KEY)
+    header = RequestHeader(body.API_KEY, version, correlation_id, client_id)
+    return frame(encode_request_header(header, spec.is_flexible(version)) + body.encode(version))
+
+
+def decode_request(payload: bytes) -> tuple[RequestHeader, Message]:
+    """Header and body of a request frame's payload. Raises ProtocolError (unknown key or version too)."""
+    reader = Reader(payload)
+    header = decode_request_header(reader)
+    spec = spec_for(header.api_key)
+    if header.api_version not in spec.versions:
+        raise ProtocolError(
+            spec.request.__name__,
+            header.api_version,
+            None,
+            f"unsupported version (we implement {spec.versions})",
+        )
+    if spec.is_flexible(header.api_version):
+        skip_tagged_fields(reader, "RequestHeader")
+    return header, spec.request.decode(reader, header.api_version)
+
+
+def encode_response(body: Message, version: int, correlation_id: int) -> bytes:
+    """A complete response frame: size, header (v0 or v1) and body."""
+    spec = spec_for(body.API_KEY)
+    flexible_header = spec.response_header_version(version) == 1
+    return frame(encode_response_header(correlation_id, flexible_header) + body.encode(version))
+
+
+def decode_response(payload: bytes, api_key: int, version: int) -> tuple[int, Message]:
+    """Correlation id and body of a response frame's payload to a request of `api_key` at `version`."""
+    spec = spec_for(api_key)
+    reader = Reader(payload)
+    correlation_id = decode_response_header(reader, spec.response_header_version(version) == 1)
+    return correlation_id, spec.response.decode(reader, version)
+
+
+def peek_correlation_id(payload: bytes) -> int:
+    """The correlation id at the start of a response payload (every header version starts with it)."""
+    if len(payload) < 4:
+        raise ProtocolError("ResponseHeader", None, "CorrelationId", "truncated header")
+    return int.from_bytes(payload[:4], "big", signed=True)
