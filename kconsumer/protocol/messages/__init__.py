@@ -3,9 +3,31 @@
 from __future__ import annotations
 
 from ..schema import Message
-from . import consumer_group, extensions, list_groups, offsets
+from . import (
+    admin,
+    api_versions,
+    consumer_group,
+    extensions,
+    fetch,
+    list_groups,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+)
 
-_MODULES = (consumer_group, extensions, list_groups, offsets)
+_MODULES = (
+    admin,
+    api_versions,
+    consumer_group,
+    extensions,
+    fetch,
+    list_groups,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+)
 
 
 def all_message_pairs() -> list[tuple[type[Message], type[Message]]]:
