@@ -1,0 +1,50 @@
+"""Removing members and bumping the group epoch: shared by leaves, timeouts and replacements."""
+
+from __future__ import annotations
+
+from .context import Context, client_assignment_timer, rebalance_timer, session_timer
+from .model import ConsumerGroup
+from .records import (
+    CurrentAssignmentTombstone,
+    GroupEpochRecord,
+    MemberMetadataTombstone,
+    RegexTombstone,
+    TargetMemberTombstone,
+)
+
+
+def remove_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
+    """Write the tombstones removing a member (current assignment, target, metadata) and the
+    tombstones of regexes nobody uses any more; cancel the member's timers. No epoch bump."""
+    group_id = group.group_id
+    ctx.writer.write(CurrentAssignmentTombstone(group_id, member_id))
+    ctx.writer.write(TargetMemberTombstone(group_id, member_id))
+    ctx.writer.write(MemberMetadataTombstone(group_id, member_id))
+    drop_unused_regexes(ctx, group)
+    ctx.timers.cancel(session_timer(group_id, member_id))
+    ctx.timers.cancel(rebalance_timer(group_id, member_id))
+    run = ctx.client_runs.get(group_id)
+    if run is not None and run.chosen_member == member_id:
+        # The chosen member is gone: another one is chosen by the next heartbeat that finds the
+        # target behind the group epoch (the epoch is bumped right after this).
+        del ctx.client_runs[group_id]
+        ctx.timers.cancel(client_assignment_timer(group_id))
+
+
+def fence_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
+    """Remove a member and bump the group epoch (facts §5.10): leave -1, session or rebalance
+    timeout, static full leave."""
+    remove_member(ctx, group, member_id)
+    bump_group_epoch(ctx, group)
+
+
+def bump_group_epoch(ctx: Context, group: ConsumerGroup) -> None:
+    """Write the next group epoch with the current metadata hash of the subscribed topics."""
+    new_hash = ctx.image.topics_hash(group.subscribed_topic_names())
+    ctx.writer.write(GroupEpochRecord(group.group_id, group.group_epoch + 1, new_hash))
+
+
+def drop_unused_regexes(ctx: Context, group: ConsumerGroup) -> None:
+    for regex in list(group.resolved_regexes):
+        if regex not in group.subscribed_regexes:
+            ctx.writer.write(RegexTombstone(group.group_id, regex))

@@ -1,0 +1,188 @@
+"""The coordinator's durable state and the one function that changes it: `CoordinatorState.replay`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from .model import ConsumerGroup, ConsumerGroupMember, CurrentAssignment, MemberMetadata
+from .records import (
+    CurrentAssignmentRecord,
+    CurrentAssignmentTombstone,
+    GroupEpochRecord,
+    MemberMetadataRecord,
+    MemberMetadataTombstone,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    OffsetValue,
+    Record,
+    RegexRecord,
+    RegexTombstone,
+    SimpleGroupRecord,
+    SimpleGroupTombstone,
+    TargetMemberRecord,
+    TargetMemberTombstone,
+    TargetMetadataRecord,
+)
+
+
+class CoordinatorState:
+    """Groups, committed offsets and simple (admin) groups, as rebuilt from records."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        self.simple_groups: set[str] = set()
+        self._handlers: dict[type[Any], Callable[[Any], None]] = {
+            GroupEpochRecord: self._group_epoch,
+            MemberMetadataRecord: self._member_metadata,
+            MemberMetadataTombstone: self._member_tombstone,
+            TargetMemberRecord: self._target_member,
+            TargetMemberTombstone: self._target_member_tombstone,
+            TargetMetadataRecord: self._target_metadata,
+            CurrentAssignmentRecord: self._current_assignment,
+            CurrentAssignmentTombstone: self._current_assignment_tombstone,
+            RegexRecord: self._regex,
+            RegexTombstone: self._regex_tombstone,
+            OffsetCommitRecord: self._offset_commit,
+            OffsetTombstone: self._offset_tombstone,
+            SimpleGroupRecord: self._simple_group,
+            SimpleGroupTombstone: self._simple_group_tombstone,
+        }
+
+    def replay(self, record: Record) -> None:
+        """Apply one record. The only way the state changes."""
+        self._handlers[type(record)](record)
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The durable state as plain values, for comparing two coordinators (failover tests)."""
+        groups = {}
+        for group_id, group in sorted(self.groups.items()):
+            groups[group_id] = {
+                "epoch": group.group_epoch,
+                "metadata_hash": group.metadata_hash,
+                "assignment_epoch": group.assignment_epoch,
+                "last_assignment_ms": group.last_assignment_ms,
+                "members": {mid: group.members[mid] for mid in sorted(group.members)},
+                "target": {mid: group.target[mid] for mid in sorted(group.target)},
+                "regexes": dict(sorted(group.resolved_regexes.items())),
+                "static": dict(sorted(group.static_members.items())),
+                "owners": {str(t): dict(sorted(p.items())) for t, p in sorted(group.owners.items())},
+            }
+        return {
+            "groups": groups,
+            "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.items()) if o},
+            "simple_groups": sorted(self.simple_groups),
+        }
+
+    # -- replay handlers ---------------------------------------------------------------------
+
+    def _get_or_create(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = ConsumerGroup(group_id)
+            self.groups[group_id] = group
+        return group
+
+    def _group_epoch(self, record: GroupEpochRecord) -> None:
+        group = self._get_or_create(record.group_id)
+        group.group_epoch = record.epoch
+        group.metadata_hash = record.metadata_hash
+
+    def _member_metadata(self, record: MemberMetadataRecord) -> None:
+        group = self._get_or_create(record.group_id)
+        metadata = record.metadata
+        existing = group.members.get(metadata.member_id)
+        if existing is not None:
+            group._index_subscription(existing.metadata, -1)
+            if existing.instance_id and group.static_members.get(existing.instance_id) == metadata.member_id:
+                del group.static_members[existing.instance_id]
+            member = dataclasses.replace(existing, metadata=metadata)
+        else:
+            member = ConsumerGroupMember(metadata)
+        group._index_subscription(metadata, +1)
+        if metadata.instance_id:
+            group.static_members[metadata.instance_id] = metadata.member_id
+        group.members[metadata.member_id] = member
+
+    def _member_tombstone(self, record: MemberMetadataTombstone) -> None:
+        group = self.groups.get(record.group_id)
+        if group is None:
+            return
+        member = group.members.pop(record.member_id, None)
+        if member is None:
+            return
+        group._index_subscription(member.metadata, -1)
+        group._index_ownership(member.member_id, member.current, add=False)
+        if member.instance_id and group.static_members.get(member.instance_id) == member.member_id:
+            del group.static_members[member.instance_id]
+
+    def _target_member(self, record: TargetMemberRecord) -> None:
+        self._get_or_create(record.group_id).target[record.member_id] = record.target
+
+    def _target_member_tombstone(self, record: TargetMemberTombstone) -> None:
+        group = self.groups.get(record.group_id)
+        if group is not None:
+            group.target.pop(record.member_id, None)
+
+    def _target_metadata(self, record: TargetMetadataRecord) -> None:
+        group = self._get_or_create(record.group_id)
+        group.assignment_epoch = record.assignment_epoch
+        group.last_assignment_ms = record.timestamp_ms
+
+    def _current_assignment(self, record: CurrentAssignmentRecord) -> None:
+        group = self._get_or_create(record.group_id)
+        member = group.members.get(record.member_id)
+        if member is None:  # a record for a member whose metadata comes later; keep it
+            member = ConsumerGroupMember(MemberMetadata(record.member_id))
+            group.members[record.member_id] = member
+        group._index_ownership(member.member_id, member.current, add=False)
+        group._index_ownership(member.member_id, record.current, add=True)
+        group.members[record.member_id] = dataclasses.replace(member, current=record.current)
+
+    def _current_assignment_tombstone(self, record: CurrentAssignmentTombstone) -> None:
+        group = self.groups.get(record.group_id)
+        member = None if group is None else group.members.get(record.member_id)
+        if group is None or member is None:
+            return
+        group._index_ownership(member.member_id, member.current, add=False)
+        group.members[record.member_id] = dataclasses.replace(member, current=CurrentAssignment())
+
+    def _regex(self, record: RegexRecord) -> None:
+        self._get_or_create(record.group_id).resolved_regexes[record.regex] = record.resolved
+
+    def _regex_tombstone(self, record: RegexTombstone) -> None:
+        group = self.groups.get(record.group_id)
+        if group is not None:
+            group.resolved_regexes.pop(record.regex, None)
+
+    def _offset_commit(self, record: OffsetCommitRecord) -> None:
+        self.offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = record.value
+
+    def _offset_tombstone(self, record: OffsetTombstone) -> None:
+        offsets = self.offsets.get(record.group_id)
+        if offsets is not None:
+            offsets.pop((record.topic, record.partition), None)
+
+    def _simple_group(self, record: SimpleGroupRecord) -> None:
+        self.simple_groups.add(record.group_id)
+
+    def _simple_group_tombstone(self, record: SimpleGroupTombstone) -> None:
+        self.simple_groups.discard(record.group_id)
+
+
+class RecordWriter:
+    """Collects the records a handler writes, replaying each one at once so the handler sees its
+    own changes (and nothing else ever mutates the state)."""
+
+    def __init__(self, state: CoordinatorState) -> None:
+        self.state = state
+        self.records: list[Record] = []
+
+    def write(self, record: Record) -> None:
+        self.state.replay(record)
+        self.records.append(record)
