@@ -27,6 +27,7 @@ from aiokafka.protocol.types import (
     VarInt32,
 )
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from aiokafka.record.util import calc_crc32c
 
 __all__ = [
     "Boolean",
@@ -44,4 +45,5 @@ __all__ = [
     "UInt32",
     "UnsignedVarInt32",
     "VarInt32",
+    "calc_crc32c",
 ]
