@@ -1,0 +1,1 @@
+"""Standalone benchmarks (not part of the test suite): ``python -m benchmarks.<name>``."""

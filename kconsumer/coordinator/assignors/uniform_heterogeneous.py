@@ -1,0 +1,400 @@
+"""The uniform assignor when members subscribe to different topics (facts §6.1, "Heterogeneous").
+
+The shape of Kafka's builder since KAFKA-17710 (4.0.0), in three steps:
+
+1. **Import** every member's previous target, dropping topics it no longer subscribes to.
+   Invalid entries are dropped too: partitions beyond the topic's count, and partitions an earlier
+   member (in member-id order) already holds.
+2. **Assign** the partitions nobody holds, topic by topic, each to the least-loaded subscriber
+   (fewest partitions overall, then lowest member index). Topics go in order of partitions per
+   subscriber (descending), then subscriber count (ascending), then topic id. The least-loaded
+   rule is applied in bulk ("water filling"): each receiving member gets one contiguous run of
+   the topic's free partitions. The per-member counts are the ones the one-at-a-time rule gives;
+   the partition numbers differ from Kafka, which deals partitions out round-robin.
+3. **Balance**, per topic with at least two subscribers, in the same topic order: move partitions
+   from the most loaded subscribers that hold some of the topic to the least loaded subscribers
+   until they differ by at most one. A moved partition is preferably one the receiver held in its
+   previous target (it goes back to its previous owner), then one the giver did not hold in its
+   previous target, then the giver's highest partition. The topics are swept again until a whole
+   sweep moves nothing, at most `MAX_ITERATION_COUNT` (16) sweeps. Overlapping subscriptions can
+   end "almost balanced": every topic's subscribers are within one of each other (counting only
+   those that hold some of the topic as givers), yet members of different topics may differ more.
+
+Performance notes. The subscribers of a topic are a `_Subgroup`, shared by all topics with exactly
+the same subscribers (Kafka's heterogeneous benchmark has 5 of them). A subgroup caches its members
+sorted by load ("levels"), so the balance check of a topic is O(1) while nothing changed, and the
+cache is dropped only for the subgroups that contain a member whose load changed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, groupby
+from typing import cast
+
+from ...protocol.uuid import Uuid
+from ..assignor_api import Assignment, MemberSpec, TopicMetadata
+from ._common import Chunker, check_topics_exist, valid_partitions
+
+#: Kafka's MAX_ITERATION_COUNT: the most balancing sweeps over the topics.
+MAX_ITERATION_COUNT = 16
+
+#: Members with the same load, as (load, member indices in ascending order), by ascending load.
+_Levels = list[tuple[int, list[int]]]
+_Partitions = frozenset[int] | set[int]
+
+
+class _Subgroup:
+    """The subscribers of one or more topics (all topics with exactly these subscribers)."""
+
+    __slots__ = ("levels", "members", "version")
+
+    def __init__(self, members: list[int]) -> None:
+        self.members = members  # member indices, ascending
+        self.levels: _Levels | None = None  # None when a member's load changed since it was built
+        self.version = 0  # bumped whenever a member's load changes
+
+
+class HeterogeneousBuilder:
+    """One computation of the heterogeneous uniform assignment. Use `build` once."""
+
+    def __init__(
+        self,
+        member_ids: Sequence[str],
+        members: Sequence[MemberSpec],
+        topics: Mapping[Uuid, TopicMetadata],
+    ) -> None:
+        """`members` are in `member_ids` order, which must be sorted (it breaks load ties)."""
+        self._member_ids = member_ids
+        self._members = members
+        self._sizes = [0] * len(members)
+        #: The number of balancing sweeps the last `build` ran (for tests).
+        self.sweeps = 0
+
+        # Members with identical subscriptions form a class; topics map to the classes subscribing.
+        class_index: dict[frozenset[Uuid], int] = {}
+        class_members: list[list[int]] = []
+        self._member_class: list[int] = []
+        for i, member in enumerate(members):
+            subscribed = member.subscribed_topic_ids
+            c = class_index.get(subscribed)
+            if c is None:
+                c = class_index[subscribed] = len(class_members)
+                class_members.append([])
+            class_members[c].append(i)
+            self._member_class.append(c)
+        topic_classes: dict[Uuid, list[int]] = {}
+        for subscribed, c in class_index.items():
+            for topic_id in subscribed:
+                topic_classes.setdefault(topic_id, []).append(c)
+        check_topics_exist(topic_classes, topics)
+        self._class_subscriptions = list(class_index)
+
+        groups: dict[tuple[int, ...], _Subgroup] = {}
+        self._class_groups: list[list[_Subgroup]] = [[] for _ in class_members]
+        self._topic_group: dict[Uuid, _Subgroup] = {}
+        for topic_id, classes in topic_classes.items():
+            key = tuple(classes)
+            group = groups.get(key)
+            if group is None:
+                if len(classes) == 1:
+                    subscribers = class_members[classes[0]]
+                else:
+                    subscribers = sorted(chain.from_iterable(class_members[c] for c in classes))
+                group = groups[key] = _Subgroup(subscribers)
+                for c in classes:
+                    self._class_groups[c].append(group)
+            self._topic_group[topic_id] = group
+        self._counts = {topic_id: topics[topic_id].num_partitions for topic_id in topic_classes}
+
+        #: The sanitized previous target of each member (its own mapping when nothing was dropped).
+        self._previous: list[Assignment] = []
+        #: The member's new target while it differs from `_previous`, else None (copy on write).
+        self._current: list[dict[Uuid, _Partitions] | None] = [None] * len(members)
+        #: Members whose `_current` mapping holds mutable sets (from balancing moves).
+        self._mutated: set[int] = set()
+        #: Topics whose balancing found nothing to move, with their subgroup's version then.
+        self._settled: dict[Uuid, int] = {}
+        self._chunker = Chunker()
+
+    def build(self) -> dict[str, Assignment]:
+        """Run the three steps and return the new target of every member."""
+        unassigned = self._import()
+        counts = self._counts
+
+        def order(topic_id: Uuid) -> tuple[float, int, bytes]:
+            subscribers = len(self._topic_group[topic_id].members)
+            return (-(counts[topic_id] / subscribers), subscribers, topic_id.bytes)
+
+        topic_order = sorted(counts, key=order)
+        for topic_id in topic_order:
+            run = unassigned.get(topic_id)
+            if run:
+                self._assign(topic_id, run, fresh=isinstance(run, range))
+        self._balance([t for t in topic_order if len(self._topic_group[t].members) >= 2])
+
+        current = self._current
+        for i in self._mutated:
+            mapping = current[i]
+            assert mapping is not None
+            current[i] = {t: frozenset(s) for t, s in mapping.items()}
+        # Every value is a frozenset again.
+        final = cast("list[Assignment | None]", current)
+        return {
+            member_id: previous if mine is None else mine
+            for member_id, previous, mine in zip(self._member_ids, self._previous, final, strict=True)
+        }
+
+    # -- step 1 ------------------------------------------------------------------------------
+
+    def _import(self) -> dict[Uuid, range | list[int]]:
+        """Import the previous targets; return the partitions nobody holds, by topic."""
+        claimed: dict[Uuid, set[int]] = {topic_id: set() for topic_id in self._counts}
+        # Per subscription class: topic id -> (partitions claimed so far, partition count).
+        class_view = [
+            {t: (claimed[t], self._counts[t]) for t in subscribed} for subscribed in self._class_subscriptions
+        ]
+        sizes = self._sizes
+        previous = self._previous
+        for i, member in enumerate(self._members):
+            assignment = member.assignment
+            if not assignment:
+                previous.append(assignment)
+                self._current[i] = {}
+                continue
+            view = class_view[self._member_class[i]]
+            clean = True
+            parts: list[tuple[Uuid, frozenset[int]]] = []
+            kept = 0
+            for topic_id, partitions in assignment.items():
+                entry = view.get(topic_id)
+                if entry is None or not partitions:
+                    clean = False  # no longer subscribed (or an empty entry)
+                    continue
+                held, count = entry
+                if held.isdisjoint(partitions) and min(partitions) >= 0 and max(partitions) < count:
+                    held |= partitions
+                else:
+                    clean = False
+                    partitions = valid_partitions(partitions, count, held)
+                    if not partitions:
+                        continue
+                    held |= partitions
+                parts.append((topic_id, partitions))
+                kept += len(partitions)
+            sizes[i] = kept
+            previous.append(assignment if clean else dict(parts))
+
+        unassigned: dict[Uuid, range | list[int]] = {}
+        for topic_id, count in self._counts.items():
+            held = claimed[topic_id]
+            if not held:
+                if count:
+                    unassigned[topic_id] = range(count)
+            elif len(held) < count:
+                unassigned[topic_id] = sorted(set(range(count)).difference(held))
+        return unassigned
+
+    # -- step 2 ------------------------------------------------------------------------------
+
+    def _assign(self, topic_id: Uuid, run: range | list[int], fresh: bool) -> None:
+        """Give the free partitions `run` of a topic to its least-loaded subscribers.
+
+        `fresh` says that no member holds a partition of the topic yet.
+        """
+        group = self._topic_group[topic_id]
+        shares = _water_fill(self._levels(group), len(run))
+        group.version += 1
+        sizes = self._sizes
+        current = self._current
+        chunker = self._chunker
+        pos = 0
+        for receivers, count in shares:
+            for i in receivers:
+                sizes[i] += count
+            if isinstance(run, range):
+                chunks = chunker.cut(pos, count, len(receivers))
+            else:
+                end = pos + count * len(receivers)
+                chunks = list(map(frozenset, zip(*[iter(run[pos:end])] * count, strict=False)))
+            pos += count * len(receivers)
+            if fresh:
+                for i, chunk in zip(receivers, chunks, strict=False):
+                    mapping = current[i]
+                    if mapping is None:
+                        mapping = self._own(i)
+                    mapping[topic_id] = chunk
+            else:
+                for i, chunk in zip(receivers, chunks, strict=False):
+                    mapping = self._own(i)
+                    old = mapping.get(topic_id)
+                    mapping[topic_id] = old | chunk if old else chunk
+            self._loads_changed(receivers, group)
+
+    # -- step 3 ------------------------------------------------------------------------------
+
+    def _balance(self, topics: list[Uuid]) -> None:
+        """Sweep the topics (each with 2+ subscribers) until a whole sweep moves nothing."""
+        last_moved = -1
+        self.sweeps = 0
+        for _ in range(MAX_ITERATION_COUNT):
+            self.sweeps += 1
+            for index, topic_id in enumerate(topics):
+                if index == last_moved:
+                    return  # a whole sweep since the last move: balanced
+                if self._balance_topic(topic_id) or last_moved == -1:
+                    last_moved = index
+
+    def _balance_topic(self, topic_id: Uuid) -> int:
+        """Move partitions of one topic from its most to its least loaded subscribers."""
+        group = self._topic_group[topic_id]
+        levels = self._levels(group)
+        if levels[-1][0] - levels[0][0] <= 1 or self._settled.get(topic_id) == group.version:
+            return 0
+        sizes = self._sizes
+        givers = [(-sizes[i], -i) for i in group.members if self._view(i).get(topic_id)]
+        takers = [(sizes[i], i) for i in group.members]
+        heapq.heapify(givers)
+        heapq.heapify(takers)
+        changed: set[int] = set()
+        while givers:
+            load, neg_giver = givers[0]
+            giver = -neg_giver
+            held = self._view(giver).get(topic_id)
+            if -load != sizes[giver] or not held:
+                heapq.heappop(givers)  # an outdated entry, or nothing of this topic left to give
+                continue
+            while takers[0][0] != sizes[takers[0][1]]:
+                heapq.heappop(takers)
+            taker = takers[0][1]
+            if sizes[giver] - sizes[taker] <= 1:
+                break
+            self._move(topic_id, self._pick(topic_id, held, giver, taker), giver, taker)
+            sizes[giver] -= 1
+            sizes[taker] += 1
+            heapq.heapreplace(givers, (-sizes[giver], -giver))
+            heapq.heappush(givers, (-sizes[taker], -taker))
+            heapq.heapreplace(takers, (sizes[taker], taker))
+            heapq.heappush(takers, (sizes[giver], giver))
+            changed.add(giver)
+            changed.add(taker)
+        if changed:
+            self._loads_changed(changed, None)
+        else:
+            self._settled[topic_id] = group.version
+        return len(changed)
+
+    def _pick(self, topic_id: Uuid, held: _Partitions, giver: int, taker: int) -> int:
+        """The partition of `held` (the giver's) to move to `taker`."""
+        back = self._previous[taker].get(topic_id)
+        if back:
+            returning = held & back
+            if returning:
+                return max(returning)
+        own = self._previous[giver].get(topic_id)
+        if own:
+            foreign = held - own
+            if foreign:
+                return max(foreign)
+        return max(held)
+
+    def _move(self, topic_id: Uuid, partition: int, giver: int, taker: int) -> None:
+        giving = self._own(giver)
+        partitions = giving[topic_id]
+        if not isinstance(partitions, set):
+            partitions = giving[topic_id] = set(partitions)
+            self._mutated.add(giver)
+        partitions.discard(partition)
+        if not partitions:
+            del giving[topic_id]
+        taking = self._own(taker)
+        partitions = taking.get(topic_id, frozenset())
+        if not isinstance(partitions, set):
+            partitions = taking[topic_id] = set(partitions)
+            self._mutated.add(taker)
+        partitions.add(partition)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _view(self, i: int) -> Mapping[Uuid, _Partitions]:
+        current = self._current[i]
+        return self._previous[i] if current is None else current
+
+    def _own(self, i: int) -> dict[Uuid, _Partitions]:
+        current = self._current[i]
+        if current is None:
+            current = self._current[i] = dict(self._previous[i])
+        return current
+
+    def _levels(self, group: _Subgroup) -> _Levels:
+        levels = group.levels
+        if levels is None:
+            load = self._sizes.__getitem__
+            ordered = sorted(group.members, key=load)  # stable: ties stay in member order
+            levels = group.levels = [(size, list(same)) for size, same in groupby(ordered, key=load)]
+        return levels
+
+    def _loads_changed(self, members: Iterable[int], kept: _Subgroup | None) -> None:
+        """Drop the cached levels of every subgroup (but `kept`) containing one of `members`."""
+        member_class = self._member_class
+        for c in {member_class[i] for i in members}:
+            for group in self._class_groups[c]:
+                if group is not kept:
+                    group.levels = None
+                    group.version += 1
+
+
+def _water_fill(levels: _Levels, partitions: int) -> list[tuple[list[int], int]]:
+    """Deal `partitions` to the least-loaded members, one at a time; update `levels` in place.
+
+    Returns the shares as (members, partitions each), every receiving member in exactly one
+    share, in the order the partitions are handed out. The counts are those of giving each
+    partition in turn to the member with the fewest partitions (lowest index on ties).
+    """
+    if not partitions:
+        return []
+    # Merge the lowest levels while the partitions can lift them all to the next level.
+    low, merged = levels[0]
+    depth = 1  # levels[:depth] are merged into `merged` at load `low` after lifting
+    left = partitions
+    lifted: list[tuple[list[int], int]] = []  # (members, load before) of the merged levels
+    lifted.append((merged, low))
+    while depth < len(levels):
+        next_low, next_members = levels[depth]
+        needed = len(merged) * (next_low - low)
+        if left < needed:
+            break
+        left -= needed
+        low = next_low
+        merged = merged + next_members
+        lifted.append((next_members, next_low))
+        depth += 1
+    if depth > 1:
+        merged.sort()
+    full, rest = divmod(left, len(merged))
+    top = low + full
+    # New levels: `merged` at `top`, the first `rest` of them one higher.
+    replacement: _Levels = []
+    if rest < len(merged):
+        replacement.append((top, merged[rest:] if rest else merged))
+    if rest:
+        if depth < len(levels) and levels[depth][0] == top + 1:
+            levels[depth] = (top + 1, sorted(levels[depth][1] + merged[:rest]))
+        else:
+            replacement.append((top + 1, merged[:rest]))
+    levels[0:depth] = replacement
+
+    if depth == 1:
+        gain = top - lifted[0][1]
+        shares = [(merged[:rest], gain + 1)] if rest else []
+        if gain:
+            shares.append((merged[rest:] if rest else merged, gain))
+        return shares
+    # Several levels merged: members gain different amounts.
+    extra = set(merged[:rest])
+    gains: dict[int, list[int]] = {}
+    for members, before in lifted:
+        for i in members:
+            gains.setdefault(top - before + (i in extra), []).append(i)
+    return [(members, gain) for gain, members in sorted(gains.items(), reverse=True) if gain]
