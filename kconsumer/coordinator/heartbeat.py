@@ -99,14 +99,16 @@ def validate(ctx: Context, request: ConsumerGroupHeartbeatRequest, version: int)
                     f"ClientAssignor {assignor.name}: versions must satisfy -1 <= MinimumVersion <= "
                     f"MetadataVersion <= MaximumVersion and MaximumVersion >= 0 (got {low}, {used}, {high})."
                 )
-    regex = request.subscribed_topic_regex
-    if regex:
-        group = ctx.state.group(request.group_id)
-        if group is None or regex not in group.resolved_regexes:
-            try:
-                compile_pattern(regex)
-            except InvalidPatternError as exc:
-                raise KafkaApiError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
+
+
+def _validate_new_regex(group: ConsumerGroup | None, regex: str | None) -> None:
+    """Facts §5.2 rule 7: a regex the group does not use yet must compile. Kafka checks it inside
+    the coordinator, after the group, member and epoch checks."""
+    if regex and (group is None or regex not in group.resolved_regexes):
+        try:
+            compile_pattern(regex)
+        except InvalidPatternError as exc:
+            raise KafkaApiError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
 
 
 def handle(
@@ -193,6 +195,7 @@ def _heartbeat(
     owned = _owned(request)
     if member is not None:
         _check_epoch(member, epoch, owned)
+    _validate_new_regex(group, request.subscribed_topic_regex)
     assigned_before: AssignedPartitions = member.current.assigned if member is not None else {}
 
     # Every check passed: from here on, records are written.
