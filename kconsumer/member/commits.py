@@ -351,10 +351,6 @@ class CommitManager:
             else:
                 self._send(op, member, out)
 
-    def reset_auto_commit(self, now_ms: int) -> None:
-        """Restart the auto-commit interval from `now_ms` (after a reconciliation, as Kafka does)."""
-        self._next_auto_ms = now_ms + self._config.auto_commit_interval_ms
-
     def timers(self, now_ms: int, member: Membership, in_group: bool, out: list[Effect]) -> None:
         """Run what is due at `now_ms`: retries whose backoff ended, deadlines, the auto-commit."""
         for op in list(self._commits.values()):
@@ -369,10 +365,15 @@ class CommitManager:
         for fetch in list(self._fetches.values()):
             if fetch.not_before is not None and now_ms >= fetch.not_before:
                 self._send_fetch(fetch, member, out)
-        if self._config.auto_commit and now_ms >= self._next_auto_ms:
-            self._next_auto_ms = now_ms + self._config.auto_commit_interval_ms
-            busy = any(c.reason is CommitReason.AUTO for c in self._commits.values())
-            if in_group and member.owned and not busy:
+        if not self._config.auto_commit:
+            return
+        interval = self._config.auto_commit_interval_ms
+        if not (in_group and member.owned):
+            # Nothing to commit: the interval starts when the member gets partitions.
+            self._next_auto_ms = max(self._next_auto_ms, now_ms + interval)
+        elif now_ms >= self._next_auto_ms:
+            self._next_auto_ms = now_ms + interval
+            if not any(c.reason is CommitReason.AUTO for c in self._commits.values()):
                 self.commit(CommitReason.AUTO, now_ms, member, out)
 
     def next_deadline(self, member: Membership, in_group: bool) -> int | None:

@@ -298,7 +298,6 @@ class MemberCore:
         if progress is None or self._state is not S.RECONCILING:
             return
         if progress is Progress.ACK:
-            self._commits.reset_auto_commit(self._now)
             self._to(S.ACKNOWLEDGING)
         elif progress is Progress.IDLE:
             self._to(S.STABLE)
