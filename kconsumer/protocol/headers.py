@@ -54,6 +54,8 @@ def decode_request_header(reader: Reader) -> RequestHeader:
         length = ak.Int16.decode(reader)
         if length < -1:
             raise DecodeFailure(f"negative ClientId length {length}", ["ClientId"])
+        if length > reader.remaining():
+            raise DecodeFailure(f"length {length} exceeds the {reader.remaining()} bytes left", ["ClientId"])
         client_id = None if length < 0 else reader.take(length).decode("utf-8", "replace")
     except DecodeFailure as exc:
         raise ProtocolError("RequestHeader", None, ".".join(exc.path) or None, exc.reason) from None

@@ -245,8 +245,8 @@ class WireClient:
         """Send `message` at `version` without waiting; returns its correlation id."""
         sock = self._socket()
         correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         data = encode_request(message, version, correlation_id, self.client_id)  # ProtocolError if invalid
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         try:
             sock.settimeout(self.timeout)
             sock.sendall(data)
