@@ -125,12 +125,15 @@ def encode_response(body: Message, version: int, correlation_id: int) -> bytes:
     return frame(encode_response_header(correlation_id, flexible_header) + body.encode(version))
 
 
-def decode_response(payload: bytes, api_key: int, version: int) -> tuple[int, Message]:
-    """Correlation id and body of a response frame's payload to a request of `api_key` at `version`."""
+def decode_response(payload: bytes, api_key: int, version: int, strict: bool = False) -> tuple[int, Message]:
+    """Correlation id and body of a response frame's payload to a request of `api_key` at `version`.
+
+    Trailing bytes after the body are ignored unless `strict` (clients are lenient readers; some
+    brokers, librdkafka's mock cluster among them, pad flexible responses)."""
     spec = spec_for(api_key)
     reader = Reader(payload)
     correlation_id = decode_response_header(reader, spec.response_header_version(version) == 1)
-    return correlation_id, spec.response.decode(reader, version)
+    return correlation_id, spec.response.decode(reader, version, allow_trailing=not strict)
 
 
 def peek_correlation_id(payload: bytes) -> int:

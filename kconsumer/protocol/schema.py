@@ -470,8 +470,16 @@ class Message(Struct):
             raise ProtocolError(cls.__name__, version, format_path(exc.path) or None, exc.reason) from None
 
     @classmethod
-    def decode(cls: type[M], data: bytes | bytearray | memoryview | Reader, version: int) -> M:
-        """Decode a body at `version`; any failure is a `ProtocolError` naming the field."""
+    def decode(
+        cls: type[M],
+        data: bytes | bytearray | memoryview | Reader,
+        version: int,
+        allow_trailing: bool = False,
+    ) -> M:
+        """Decode a body at `version`; any failure is a `ProtocolError` naming the field.
+
+        Bytes after the body are an error unless `allow_trailing` (responses from peers that pad
+        them, such as librdkafka's mock cluster, are read leniently, as librdkafka reads them)."""
         if version not in cls.VALID_VERSIONS:
             raise ProtocolError(
                 cls.__name__, version, None, f"unsupported version (valid: {cls.VALID_VERSIONS})"
@@ -483,7 +491,7 @@ class Message(Struct):
             raise ProtocolError(cls.__name__, version, format_path(exc.path) or None, exc.reason) from None
         except Exception as exc:  # defensive: no other exception type may escape a decode
             raise ProtocolError(cls.__name__, version, None, f"{type(exc).__name__}: {exc}") from None
-        if reader.remaining():
+        if reader.remaining() and not allow_trailing:
             raise ProtocolError(
                 cls.__name__, version, None, f"{reader.remaining()} unexpected trailing bytes"
             )
