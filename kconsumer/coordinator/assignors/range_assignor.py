@@ -14,11 +14,11 @@ mapping is built with ``dict.fromkeys`` over the group's topics.
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, repeat
 
 from ...protocol.uuid import Uuid
 from ..assignor_api import Assignment, GroupSpec
-from ._common import check_topics_exist, common_subscription, sorted_topics, static_first_order
+from ._common import Chunker, check_topics_exist, common_subscription, sorted_topics, static_first_order
 
 
 class RangeAssignor:
@@ -67,6 +67,7 @@ class RangeAssignor:
         out: list[dict[Uuid, frozenset[int]] | None] = [None] * len(members)
         subscribers_of: dict[tuple[int, ...], list[int]] = {}
         ranges_of: dict[tuple[int, int], list[frozenset[int]]] = {}
+        chunker = Chunker()
         for (classes, count), topic_ids in topic_groups.items():
             subscribers = subscribers_of.get(classes)
             if subscribers is None:
@@ -77,14 +78,15 @@ class RangeAssignor:
                 subscribers_of[classes] = subscribers
             ranges = ranges_of.get((count, len(subscribers)))
             if ranges is None:
-                ranges = ranges_of[count, len(subscribers)] = _ranges(count, len(subscribers))
-            ordered = sorted_topics(topic_ids)
-            for i, partitions in zip(subscribers, ranges, strict=False):
+                ranges = ranges_of[count, len(subscribers)] = _ranges(chunker, count, len(subscribers))
+            # A dict as the key source lets dict.fromkeys reuse the stored hashes of the ids.
+            keys = dict.fromkeys(sorted_topics(topic_ids))
+            for i, mapping in zip(subscribers, map(dict.fromkeys, repeat(keys), ranges), strict=False):
                 current = out[i]
                 if current is None:
-                    out[i] = dict.fromkeys(ordered, partitions)
+                    out[i] = mapping
                 else:
-                    current.update(dict.fromkeys(ordered, partitions))
+                    current.update(mapping)
         return {
             member_id: {} if current is None else current
             for member_id, current in zip(member_ids, out, strict=True)
@@ -94,13 +96,10 @@ class RangeAssignor:
         return "RangeAssignor()"
 
 
-def _ranges(count: int, subscribers: int) -> list[frozenset[int]]:
+def _ranges(chunker: Chunker, count: int, subscribers: int) -> list[frozenset[int]]:
     """The non-empty ranges of a topic of `count` partitions, by subscriber position."""
     quota, extra = divmod(count, subscribers)
-    ranges: list[frozenset[int]] = []
-    start = 0
-    for position in range(min(count, subscribers)):
-        end = start + quota + (1 if position < extra else 0)
-        ranges.append(frozenset(range(start, end)))
-        start = end
+    ranges = chunker.cut(0, quota + 1, extra) if extra else []
+    if quota:
+        ranges += chunker.cut(extra * (quota + 1), quota, subscribers - extra)
     return ranges

@@ -29,13 +29,16 @@ cache is dropped only for the subgroups that contain a member whose load changed
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, groupby
+from itertools import chain, groupby, repeat
+from operator import setitem
 from typing import cast
 
 from ...protocol.uuid import Uuid
 from ..assignor_api import Assignment, MemberSpec, TopicMetadata
-from ._common import Chunker, check_topics_exist, valid_partitions
+from ._common import Chunker, check_topics_exist
+from ._previous import FreePartitions, free_partitions, import_previous
 
 #: Kafka's MAX_ITERATION_COUNT: the most balancing sweeps over the topics.
 MAX_ITERATION_COUNT = 16
@@ -48,12 +51,16 @@ _Partitions = frozenset[int] | set[int]
 class _Subgroup:
     """The subscribers of one or more topics (all topics with exactly these subscribers)."""
 
-    __slots__ = ("levels", "members", "version")
+    __slots__ = ("exclusive", "levels", "members", "stale_sizes", "version")
 
     def __init__(self, members: list[int]) -> None:
         self.members = members  # member indices, ascending
         self.levels: _Levels | None = None  # None when a member's load changed since it was built
         self.version = 0  # bumped whenever a member's load changes
+        #: No member subscribes to a topic of another subgroup (Kafka's benchmark buckets).
+        self.exclusive = False
+        #: The loads in `levels` are newer than the builder's sizes (only for exclusive subgroups).
+        self.stale_sizes = False
 
 
 class HeterogeneousBuilder:
@@ -106,6 +113,8 @@ class HeterogeneousBuilder:
                 for c in classes:
                     self._class_groups[c].append(group)
             self._topic_group[topic_id] = group
+        for key, group in groups.items():
+            group.exclusive = all(len(self._class_groups[c]) == 1 for c in key)
         self._counts = {topic_id: topics[topic_id].num_partitions for topic_id in topic_classes}
 
         #: The sanitized previous target of each member (its own mapping when nothing was dropped).
@@ -148,57 +157,21 @@ class HeterogeneousBuilder:
 
     # -- step 1 ------------------------------------------------------------------------------
 
-    def _import(self) -> dict[Uuid, range | list[int]]:
+    def _import(self) -> dict[Uuid, FreePartitions]:
         """Import the previous targets; return the partitions nobody holds, by topic."""
-        claimed: dict[Uuid, set[int]] = {topic_id: set() for topic_id in self._counts}
-        # Per subscription class: topic id -> (partitions claimed so far, partition count).
-        class_view = [
-            {t: (claimed[t], self._counts[t]) for t in subscribed} for subscribed in self._class_subscriptions
-        ]
-        sizes = self._sizes
-        previous = self._previous
-        for i, member in enumerate(self._members):
-            assignment = member.assignment
-            if not assignment:
-                previous.append(assignment)
-                self._current[i] = {}
-                continue
-            view = class_view[self._member_class[i]]
-            clean = True
-            parts: list[tuple[Uuid, frozenset[int]]] = []
-            kept = 0
-            for topic_id, partitions in assignment.items():
-                entry = view.get(topic_id)
-                if entry is None or not partitions:
-                    clean = False  # no longer subscribed (or an empty entry)
-                    continue
-                held, count = entry
-                if held.isdisjoint(partitions) and min(partitions) >= 0 and max(partitions) < count:
-                    held |= partitions
-                else:
-                    clean = False
-                    partitions = valid_partitions(partitions, count, held)
-                    if not partitions:
-                        continue
-                    held |= partitions
-                parts.append((topic_id, partitions))
-                kept += len(partitions)
-            sizes[i] = kept
-            previous.append(assignment if clean else dict(parts))
-
-        unassigned: dict[Uuid, range | list[int]] = {}
-        for topic_id, count in self._counts.items():
-            held = claimed[topic_id]
-            if not held:
-                if count:
-                    unassigned[topic_id] = range(count)
-            elif len(held) < count:
-                unassigned[topic_id] = sorted(set(range(count)).difference(held))
-        return unassigned
+        self._previous, self._sizes, claimed = import_previous(
+            [member.assignment for member in self._members],
+            self._counts,
+            self._class_subscriptions,
+            self._member_class,
+        )
+        # Members without a previous target get their own mapping at once (no copy on write).
+        self._current = [None if previous else {} for previous in self._previous]
+        return free_partitions(self._counts, claimed)
 
     # -- step 2 ------------------------------------------------------------------------------
 
-    def _assign(self, topic_id: Uuid, run: range | list[int], fresh: bool) -> None:
+    def _assign(self, topic_id: Uuid, run: FreePartitions, fresh: bool) -> None:
         """Give the free partitions `run` of a topic to its least-loaded subscribers.
 
         `fresh` says that no member holds a partition of the topic yet.
@@ -209,10 +182,15 @@ class HeterogeneousBuilder:
         sizes = self._sizes
         current = self._current
         chunker = self._chunker
+        # An exclusive subgroup's levels are the only loads anyone reads until balancing moves
+        # partitions, so the sizes are written back only then (see `_write_sizes`).
+        group.stale_sizes = group.exclusive
         pos = 0
         for receivers, count in shares:
-            for i in receivers:
-                sizes[i] += count
+            if not group.exclusive:
+                for i in receivers:
+                    sizes[i] += count
+                self._loads_changed(receivers, group)
             if isinstance(run, range):
                 chunks = chunker.cut(pos, count, len(receivers))
             else:
@@ -220,17 +198,17 @@ class HeterogeneousBuilder:
                 chunks = list(map(frozenset, zip(*[iter(run[pos:end])] * count, strict=False)))
             pos += count * len(receivers)
             if fresh:
-                for i, chunk in zip(receivers, chunks, strict=False):
-                    mapping = current[i]
-                    if mapping is None:
-                        mapping = self._own(i)
-                    mapping[topic_id] = chunk
+                mappings = list(map(current.__getitem__, receivers))
+                if None in mappings:
+                    mappings = [self._own(i) for i in receivers]
+                # No receiver holds the topic yet: plain stores, without a Python-level loop.
+                owned = cast("list[dict[Uuid, _Partitions]]", mappings)
+                deque(map(setitem, owned, repeat(topic_id), chunks), maxlen=0)
             else:
                 for i, chunk in zip(receivers, chunks, strict=False):
                     mapping = self._own(i)
                     old = mapping.get(topic_id)
                     mapping[topic_id] = old | chunk if old else chunk
-            self._loads_changed(receivers, group)
 
     # -- step 3 ------------------------------------------------------------------------------
 
@@ -252,6 +230,7 @@ class HeterogeneousBuilder:
         levels = self._levels(group)
         if levels[-1][0] - levels[0][0] <= 1 or self._settled.get(topic_id) == group.version:
             return 0
+        self._write_sizes(group)
         sizes = self._sizes
         givers = [(-sizes[i], -i) for i in group.members if self._view(i).get(topic_id)]
         takers = [(sizes[i], i) for i in group.members]
@@ -327,6 +306,15 @@ class HeterogeneousBuilder:
             current = self._current[i] = dict(self._previous[i])
         return current
 
+    def _write_sizes(self, group: _Subgroup) -> None:
+        """Bring the builder's sizes of the subgroup's members up to date with its levels."""
+        if group.stale_sizes and group.levels is not None:
+            sizes = self._sizes
+            for load, members in group.levels:
+                for i in members:
+                    sizes[i] = load
+        group.stale_sizes = False
+
     def _levels(self, group: _Subgroup) -> _Levels:
         levels = group.levels
         if levels is None:
@@ -349,52 +337,48 @@ def _water_fill(levels: _Levels, partitions: int) -> list[tuple[list[int], int]]
     """Deal `partitions` to the least-loaded members, one at a time; update `levels` in place.
 
     Returns the shares as (members, partitions each), every receiving member in exactly one
-    share, in the order the partitions are handed out. The counts are those of giving each
-    partition in turn to the member with the fewest partitions (lowest index on ties).
+    share, in the order the partitions are handed out. The result is the one of Kafka's
+    balancer: each partition in turn goes to the next member of the least-loaded range, which
+    is ordered by load before this topic, then by member index.
     """
     if not partitions:
         return []
-    # Merge the lowest levels while the partitions can lift them all to the next level.
-    low, merged = levels[0]
-    depth = 1  # levels[:depth] are merged into `merged` at load `low` after lifting
+    # The lowest levels that the partitions lift to a common load `top`.
+    depth = 1
+    width = len(levels[0][1])
     left = partitions
-    lifted: list[tuple[list[int], int]] = []  # (members, load before) of the merged levels
-    lifted.append((merged, low))
     while depth < len(levels):
-        next_low, next_members = levels[depth]
-        needed = len(merged) * (next_low - low)
+        needed = width * (levels[depth][0] - levels[depth - 1][0])
         if left < needed:
             break
         left -= needed
-        low = next_low
-        merged = merged + next_members
-        lifted.append((next_members, next_low))
+        width += len(levels[depth][1])
         depth += 1
-    if depth > 1:
-        merged.sort()
-    full, rest = divmod(left, len(merged))
-    top = low + full
-    # New levels: `merged` at `top`, the first `rest` of them one higher.
-    replacement: _Levels = []
-    if rest < len(merged):
-        replacement.append((top, merged[rest:] if rest else merged))
-    if rest:
-        if depth < len(levels) and levels[depth][0] == top + 1:
-            levels[depth] = (top + 1, sorted(levels[depth][1] + merged[:rest]))
-        else:
-            replacement.append((top + 1, merged[:rest]))
-    levels[0:depth] = replacement
+    full, rest = divmod(left, width)
+    top = levels[depth - 1][0] + full
 
-    if depth == 1:
-        gain = top - lifted[0][1]
-        shares = [(merged[:rest], gain + 1)] if rest else []
-        if gain:
-            shares.append((merged[rest:] if rest else merged, gain))
-        return shares
-    # Several levels merged: members gain different amounts.
-    extra = set(merged[:rest])
-    gains: dict[int, list[int]] = {}
-    for members, before in lifted:
-        for i in members:
-            gains.setdefault(top - before + (i in extra), []).append(i)
-    return [(members, gain) for gain, members in sorted(gains.items(), reverse=True) if gain]
+    shares: list[tuple[list[int], int]] = []
+    extras: list[int] = []  # the `rest` members that end one above `top`
+    at_top: list[int] = []
+    for load, members in levels[:depth]:
+        gain = top - load
+        take = min(rest - len(extras), len(members))
+        if take:
+            extras += members[:take]
+            shares.append((members[:take], gain + 1))
+        if take < len(members):
+            remaining = members[take:] if take else members
+            at_top += remaining
+            if gain:
+                shares.append((remaining, gain))
+    if depth > 1:
+        at_top.sort()
+        extras.sort()
+    replacement: _Levels = [(top, at_top)] if at_top else []
+    if extras:
+        if depth < len(levels) and levels[depth][0] == top + 1:
+            levels[depth] = (top + 1, sorted(levels[depth][1] + extras))
+        else:
+            replacement.append((top + 1, extras))
+    levels[0:depth] = replacement
+    return shares

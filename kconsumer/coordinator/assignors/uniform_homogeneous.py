@@ -32,7 +32,8 @@ from itertools import repeat
 
 from ...protocol.uuid import Uuid
 from ..assignor_api import Assignment, MemberSpec, TopicMetadata
-from ._common import Chunker, sorted_topics, topic_key, valid_partitions
+from ._common import Chunker, sorted_topics, topic_key
+from ._previous import free_partitions, import_previous
 
 #: A run of partitions of one topic waiting for a member: a ``range`` or a sorted list.
 _Run = tuple[Uuid, Sequence[int]]
@@ -70,68 +71,6 @@ def assign_homogeneous(
     return dict(zip(member_ids, out, strict=True))
 
 
-def _import_previous(
-    previous: list[Assignment], counts: dict[Uuid, int]
-) -> tuple[list[Assignment], list[int], dict[Uuid, set[int]]]:
-    """Step 1a: the valid part of each member's previous target, its size, and what is held.
-
-    Returns, per member, its previous mapping (the same object when all of it is valid, else a
-    filtered copy) and how many partitions that is; then the partitions held, by topic.
-    The optimistic pass assumes partitions are in range and held once, which a single check per
-    topic confirms afterwards; only when that check fails does the careful pass run.
-    """
-    claimed: dict[Uuid, set[int]] = {t: set() for t in counts}
-    sizes: list[int] = []
-    valid: list[Assignment] = []
-    total = 0
-    for assignment in previous:
-        kept = 0
-        clean = True
-        for topic_id, partitions in assignment.items():
-            held = claimed.get(topic_id)
-            if held is None or not partitions:
-                clean = False  # a topic the group does not subscribe to (or an empty entry)
-                continue
-            held |= partitions
-            kept += len(partitions)
-        sizes.append(kept)
-        total += kept
-        if clean:
-            valid.append(assignment)
-        else:
-            valid.append({t: ps for t, ps in assignment.items() if ps and t in claimed})
-    if total == sum(map(len, claimed.values())) and all(
-        min(held) >= 0 and max(held) < counts[t] for t, held in claimed.items() if held
-    ):
-        return valid, sizes, claimed
-
-    # Some partition is out of range or held twice: keep the first holder (in member order).
-    claimed = {t: set() for t in counts}
-    sizes.clear()
-    valid.clear()
-    for assignment in previous:
-        kept = 0
-        clean = True
-        parts: list[tuple[Uuid, frozenset[int]]] = []
-        for topic_id, partitions in assignment.items():
-            held = claimed.get(topic_id)
-            if held is None or not partitions:
-                clean = False
-                continue
-            count = counts[topic_id]
-            if not (held.isdisjoint(partitions) and min(partitions) >= 0 and max(partitions) < count):
-                clean = False
-                partitions = valid_partitions(partitions, counts[topic_id], held)
-                if not partitions:
-                    continue
-            held |= partitions
-            parts.append((topic_id, partitions))
-            kept += len(partitions)
-        sizes.append(kept)
-        valid.append(assignment if clean else dict(parts))
-    return valid, sizes, claimed
-
-
 def _keep_previous(
     previous: list[Assignment],
     counts: dict[Uuid, int],
@@ -145,7 +84,7 @@ def _keep_previous(
     Fills `out` with what each member keeps and `unfilled` with the members below their quota.
     Returns the runs of partitions nobody holds, then the runs given back.
     """
-    valid, sizes, claimed = _import_previous(previous, counts)
+    valid, sizes, claimed = import_previous(previous, counts, [counts], None)
     n = len(previous)
     revoked: list[_Run] = []
     quota_plus = min_quota + 1
@@ -177,14 +116,7 @@ def _keep_previous(
             room = 0
         out[i] = keep
 
-    runs: list[_Run] = []
-    for topic_id, count in counts.items():
-        held = claimed[topic_id]
-        if not held:
-            if count:
-                runs.append((topic_id, range(count)))
-        elif len(held) < count:
-            runs.append((topic_id, sorted(set(range(count)).difference(held))))
+    runs: list[_Run] = list(free_partitions(counts, claimed).items())
     return runs + revoked
 
 
