@@ -84,7 +84,9 @@ class CurrentAssignment:
     previous_member_epoch: int = 0
     state: MemberAssignmentState = MemberAssignmentState.STABLE
     assigned: AssignedPartitions = field(default_factory=dict)
-    pending_revocation: Assignment = field(default_factory=dict)
+    #: Partitions the member must give up, still with the epoch at which each was assigned (4.3,
+    #: Kafka's TopicPartitionsWithEpochs): offset commits are checked against it (facts §5.13).
+    pending_revocation: AssignedPartitions = field(default_factory=dict)
 
     def assigned_sets(self) -> dict[Uuid, frozenset[int]]:
         """The assigned partitions without their assignment epochs."""

@@ -136,11 +136,12 @@ def _validate_commit(
 
 
 def _holds_since(member: ConsumerGroupMember, topic_id: Uuid, partition: int, epoch: int) -> bool:
-    assigned_at = member.current.assigned.get(topic_id, {}).get(partition)
-    if assigned_at is not None:
-        return assigned_at <= epoch
-    # Pending revocation: the member still holds it; it was assigned at an epoch <= its current one.
-    return partition in member.current.pending_revocation.get(topic_id, frozenset())
+    """Whether the partition is assigned or pending revocation, assigned at an epoch <= `epoch`."""
+    current = member.current
+    assigned_at = current.assigned.get(topic_id, {}).get(partition)
+    if assigned_at is None:
+        assigned_at = current.pending_revocation.get(topic_id, {}).get(partition)
+    return assigned_at is not None and assigned_at <= epoch
 
 
 def fetch(ctx: Context, request: OffsetFetchRequest, version: int) -> OffsetFetchResponse:

@@ -84,13 +84,13 @@ def reconcile(
     return _next_assignment(member_id, current, target_epoch, target_epoch, target, owned, owner_of)
 
 
-def _owns_any(owned: Assignment | None, partitions: Assignment) -> bool:
+def _owns_any(owned: Assignment | None, partitions: AssignedPartitions) -> bool:
     """Whether the client still reports any of `partitions` (None = it did not say: assume yes)."""
     if not any(partitions.values()):
         return False
     if owned is None:
         return True
-    return any(owned.get(topic, frozenset()) & parts for topic, parts in partitions.items())
+    return any(p in owned.get(topic, ()) for topic, parts in partitions.items() for p in parts)
 
 
 def _drop_unsubscribed(
@@ -98,12 +98,12 @@ def _drop_unsubscribed(
 ) -> CurrentAssignment:
     """Revoke the assigned partitions of topics the member no longer subscribes to."""
     kept: dict[Uuid, Mapping[int, int]] = {}
-    revoked: dict[Uuid, frozenset[int]] = {t: p for t, p in current.pending_revocation.items() if p}
+    revoked: dict[Uuid, Mapping[int, int]] = {t: p for t, p in current.pending_revocation.items() if p}
     for topic, partitions in current.assigned.items():
         if topic in subscribed_topic_ids:
             kept[topic] = partitions
         elif partitions:
-            revoked[topic] = revoked.get(topic, frozenset()) | frozenset(partitions)
+            revoked[topic] = {**revoked.get(topic, {}), **partitions}
     if len(kept) == len(current.assigned) and revoked == dict(current.pending_revocation):
         return current
     if _owns_any(owned, revoked):
@@ -135,14 +135,14 @@ def _next_assignment(
     owner_of: OwnerLookup,
 ) -> CurrentAssignment:
     assigned: dict[Uuid, dict[int, int]] = {}
-    pending_revocation: dict[Uuid, frozenset[int]] = {}
+    pending_revocation: dict[Uuid, dict[int, int]] = {}
     pending_assignment: dict[Uuid, list[int]] = {}
     has_unreleased = False
     for topic in set(target) | set(current.assigned):
         wanted = target.get(topic, frozenset())
         held: Mapping[int, int] = current.assigned.get(topic, {})
         kept = {p: e for p, e in held.items() if p in wanted}
-        revoked = frozenset(p for p in held if p not in wanted)
+        revoked = {p: e for p, e in held.items() if p not in wanted}
         to_add = []
         for partition in wanted:
             if partition in kept:
