@@ -1,2 +1,8 @@
 """Test and tooling helpers: the blocking wire client (`wire`), and the in-process reference
 cluster and simulation harness."""
+
+from __future__ import annotations
+
+from .cluster import GroupDescription, MemberDescription, ReferenceCluster
+
+__all__ = ["GroupDescription", "MemberDescription", "ReferenceCluster"]

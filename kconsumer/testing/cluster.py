@@ -1,0 +1,462 @@
+"""`ReferenceCluster`: the reference cluster in a background thread, for tests, demos and benchmarks.
+
+::
+
+    with ReferenceCluster(session_timeout_ms=2000, heartbeat_interval_ms=200) as cluster:
+        cluster.create_topic("orders", partitions=4)
+        cluster.produce("orders", [b"a", b"b", b"c"])
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap_servers, ...})
+        ...
+        print(cluster.describe_group("my-group"))
+
+Every method may be called from any thread: the call hops onto the server's event loop and waits
+for the answer. Admin helpers go through the same validation as the wire (a failure raises the
+`kconsumer.errors.KafkaApiError` a client would get).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ..coordinator import CoordinatorConfig
+from ..coordinator.model import ConsumerGroup, ConsumerGroupMember
+from ..errors import ErrorCode, error_for
+from ..protocol import records
+from ..protocol.messages.admin import (
+    CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from ..protocol.messages.produce import (
+    ACKS_ALL,
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+from ..protocol.uuid import Uuid
+from ..server import Broker, ReferenceServer, ServerConfig
+from ..server.faults import FOREVER
+
+T = TypeVar("T")
+
+Value = bytes | bytearray | memoryview | str | None
+PartitionsByTopic = Mapping[str, tuple[int, ...]]
+
+_START_TIMEOUT_S = 10.0
+_CALL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """One member of a consumer group, as the coordinator sees it right now."""
+
+    member_id: str
+    instance_id: str | None
+    #: The member's epoch (it reaches the group's assignment epoch once reconciled).
+    member_epoch: int
+    #: Reconciliation state: ``stable``, ``unrevoked_partitions``, ``unreleased_partitions``, ``unknown``.
+    state: str
+    #: Partitions the member may use now, by topic name.
+    assignment: PartitionsByTopic
+    #: Partitions it must still give up (it owns them until it acknowledges the revocation).
+    pending_revocation: PartitionsByTopic
+    #: Its partitions in the target assignment.
+    target: PartitionsByTopic
+    client_id: str
+    client_host: str
+    subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
+
+    @property
+    def owned(self) -> set[tuple[str, int]]:
+        """Every (topic, partition) the member holds: assigned or pending revocation."""
+        held = {(t, p) for t, parts in self.assignment.items() for p in parts}
+        held.update((t, p) for t, parts in self.pending_revocation.items() for p in parts)
+        return held
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group: epochs, state and members (by member id)."""
+
+    group_id: str
+    #: The group epoch.
+    epoch: int
+    #: ``Empty``, ``Assigning``, ``Reconciling`` or ``Stable`` (facts §5.12).
+    state: str
+    #: The epoch of the current target assignment.
+    assignment_epoch: int
+    members: Mapping[str, MemberDescription] = field(default_factory=dict)
+
+    @property
+    def owners(self) -> dict[tuple[str, int], list[str]]:
+        """(topic, partition) → the member ids holding it (more than one would be a bug)."""
+        out: dict[tuple[str, int], list[str]] = {}
+        for member in self.members.values():
+            for tp in member.owned:
+                out.setdefault(tp, []).append(member.member_id)
+        return out
+
+
+class ReferenceCluster:
+    """The reference cluster (one in-memory, Kafka-wire-compatible broker) in a background thread.
+
+    A context manager: entering starts it on `host` and `port` (0: a free port), leaving stops it.
+    Point any Kafka client at `bootstrap_servers`. Keyword options shorten the group coordinator's
+    timers for tests (Kafka's defaults otherwise: 45 s session timeout, 5 s heartbeat interval,
+    1 s assignment interval) and choose its server-side `assignors` (the first is the default).
+
+    Besides admin and data helpers, it injects faults for the consumer's fault tests:
+    `inject_error`, `delay_responses`, `drop_responses`, `fail_over_coordinator` and
+    `drop_connections`.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        heartbeat_interval_ms: int | None = None,
+        session_timeout_ms: int | None = None,
+        assignment_interval_ms: int | None = None,
+        assignors: Iterable[str] | None = None,
+        auto_create_topics: bool = False,
+        max_group_size: int | None = None,
+        default_partitions: int = 1,
+        retention_bytes: int | None = None,
+        config: ServerConfig | None = None,
+    ) -> None:
+        if config is None:
+            coordinator: dict[str, Any] = {}
+            for key, value in (
+                ("heartbeat_interval_ms", heartbeat_interval_ms),
+                ("session_timeout_ms", session_timeout_ms),
+                ("assignment_interval_ms", assignment_interval_ms),
+                ("max_group_size", max_group_size),
+            ):
+                if value is not None:
+                    coordinator[key] = value
+            if assignors is not None:
+                coordinator["assignors"] = tuple(assignors)
+            config = ServerConfig(
+                host=host,
+                port=port,
+                auto_create_topics=auto_create_topics,
+                default_partitions=default_partitions,
+                retention_bytes=retention_bytes,
+                coordinator=CoordinatorConfig(**coordinator),
+            )
+        self.config = config
+        self._server = ReferenceServer(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._round_robin: dict[str, int] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> ReferenceCluster:
+        """Start the server thread and wait until it listens. Returns self."""
+        if self._thread is not None:
+            raise RuntimeError("the cluster is already started")
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name="kconsumer-reference-cluster", daemon=True
+        )
+        self._thread.start()
+        started.result(_START_TIMEOUT_S)
+        return self
+
+    def _run(self, started: concurrent.futures.Future[None]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._server.start())
+        except BaseException as exc:
+            started.set_exception(exc)
+            loop.close()
+            return
+        started.set_result(None)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._server.stop())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def stop(self) -> None:
+        """Close every connection and stop the server thread. Idempotent."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self._loop = None
+        self._thread = None
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(_CALL_TIMEOUT_S)
+
+    def __enter__(self) -> ReferenceCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` to give clients as ``bootstrap.servers``."""
+        return self._server.bootstrap_servers
+
+    @property
+    def port(self) -> int:
+        """The port the broker listens on."""
+        return self._server.port
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _call(self, fn: Callable[[Broker], T]) -> T:
+        """Run `fn(broker)` on the server's loop and return its result (or raise its exception)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the cluster is not running (use it as a context manager or call start())")
+        if threading.current_thread() is self._thread:
+            return fn(self._server.broker)
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(self._server.broker))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return future.result(_CALL_TIMEOUT_S)
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1) -> Uuid:
+        """Create a topic; returns its (random) topic id. Raises `KafkaApiError`
+        (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION)."""
+        request = CreateTopicsRequest(
+            topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=-1)]
+        )
+        response = self._call(lambda broker: broker.call(request, 7))
+        assert isinstance(response, CreateTopicsResponse)
+        result = response.topics[0]
+        if result.error_code:
+            raise error_for(result.error_code, result.error_message)
+        return result.topic_id
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic (its committed offsets go too). Raises `KafkaApiError` if unknown."""
+        response = self._call(lambda broker: broker.call(DeleteTopicsRequest(topic_names=[name]), 5))
+        assert isinstance(response, DeleteTopicsResponse)
+        result = response.responses[0]
+        if result.error_code:
+            raise error_for(result.error_code, result.error_message)
+
+    def create_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to `total` partitions. Raises `KafkaApiError` (INVALID_PARTITIONS if not growing)."""
+        request = CreatePartitionsRequest(
+            topics=[CreatePartitionsTopic(name=name, count=total, assignments=None)]
+        )
+        response = self._call(lambda broker: broker.call(request, 3))
+        assert isinstance(response, CreatePartitionsResponse)
+        result = response.results[0]
+        if result.error_code:
+            raise error_for(result.error_code, result.error_message)
+
+    def topics(self) -> dict[str, int]:
+        """Every topic's partition count, by name."""
+        return self._call(lambda broker: {t.name: len(t.partitions) for t in broker.topics})
+
+    def topic_id(self, name: str) -> Uuid:
+        """The id of topic `name` (KeyError if it does not exist)."""
+        return self._call(lambda broker: broker.topics.by_name[name].topic_id)
+
+    def watermarks(self, topic: str) -> list[tuple[int, int]]:
+        """(log start offset, high watermark) of each partition of `topic`."""
+        return self._call(
+            lambda broker: [
+                (p.log_start_offset, p.high_watermark) for p in broker.topics.by_name[topic].partitions
+            ]
+        )
+
+    # -- records -------------------------------------------------------------------------------
+
+    def produce(
+        self,
+        topic: str,
+        values: Iterable[Value],
+        key: Value = None,
+        partition: int | None = None,
+    ) -> list[int]:
+        """Append one record per value (bytes or str, None for a null value) with `key`, to
+        `partition` or, when None, to the topic's partitions in turn. Returns each record's offset,
+        in the order of `values`. Raises `KafkaApiError` for an unknown topic or partition."""
+        encoded = [_bytes(v) for v in values]
+        if not encoded:
+            return []
+        key_bytes = _bytes(key)
+
+        def append(broker: Broker) -> list[int]:
+            known = broker.topics.get(topic)
+            if known is None:
+                raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {topic}")
+            count = len(known.partitions)
+            targets: list[int] = []
+            for _ in encoded:
+                if partition is not None:
+                    targets.append(partition)
+                else:
+                    turn = self._round_robin.get(topic, 0)
+                    targets.append(turn % count)
+                    self._round_robin[topic] = turn + 1
+            by_partition: dict[int, list[int]] = {}
+            for position, target in enumerate(targets):
+                by_partition.setdefault(target, []).append(position)
+            now = int(time.time() * 1000)
+            offsets = [0] * len(encoded)
+            for target, positions in by_partition.items():
+                batch = records.build_batch((key_bytes, encoded[i], (), now) for i in positions)
+                request = ProduceRequest(
+                    acks=ACKS_ALL,
+                    timeout_ms=_CALL_TIMEOUT_S * 1000,
+                    topic_data=[
+                        TopicProduceData(
+                            name=topic, partition_data=[PartitionProduceData(index=target, records=batch)]
+                        )
+                    ],
+                )
+                response = broker.call(request, 12)
+                assert isinstance(response, ProduceResponse)
+                result = response.responses[0].partition_responses[0]
+                if result.error_code:
+                    raise error_for(result.error_code, result.error_message)
+                for delta, position in enumerate(positions):
+                    offsets[position] = result.base_offset + delta
+            return offsets
+
+        return self._call(append)
+
+    # -- groups ----------------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """The consumer group as the coordinator holds it now, or None if there is no such group."""
+
+        def describe(broker: Broker) -> GroupDescription | None:
+            group = broker.coordinator.group(group_id)
+            if group is None:
+                return None
+            names = {tid: t.name for tid, t in broker.coordinator.image.topics_by_id.items()}
+            members = {m.member_id: _member(group, m, names) for m in group.members.values()}
+            return GroupDescription(
+                group_id=group_id,
+                epoch=group.group_epoch,
+                state=group.state().value,
+                assignment_epoch=group.assignment_epoch,
+                members=dict(sorted(members.items())),
+            )
+
+        return self._call(describe)
+
+    def list_groups(self) -> list[str]:
+        """The ids of every consumer group."""
+        return self._call(lambda broker: sorted(broker.coordinator.state.groups))
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets by (topic name, partition)."""
+
+        def read(broker: Broker) -> dict[tuple[str, int], int]:
+            stored = broker.coordinator.state.offsets.get(group_id, {})
+            return {key: value.offset for key, value in sorted(stored.items())}
+
+        return self._call(read)
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def inject_error(self, api_key: int, error_code: int, count: int = 1) -> None:
+        """Answer the next `count` requests of `api_key` (from any client) with `error_code`,
+        without processing them. The code goes where that API carries errors (every partition of
+        a Produce, the group of an OffsetFetch, the top-level code of a heartbeat, ...)."""
+        self._call(lambda broker: broker.faults.inject_error(api_key, error_code, count))
+
+    def delay_responses(self, api_key: int, delay_ms: int, count: int = FOREVER) -> None:
+        """Process the next `count` requests of `api_key` at once but send their responses
+        `delay_ms` later (FOREVER, the default: until `clear_faults`). Later requests on the same
+        connection wait behind a delayed one, as on a slow Kafka broker."""
+        self._call(lambda broker: broker.faults.delay_responses(api_key, delay_ms, count))
+
+    def drop_responses(self, api_key: int, count: int = 1) -> None:
+        """Process the next `count` requests of `api_key`, then close their connection instead of
+        answering: a lost response (the client cannot tell whether the request took effect)."""
+        self._call(lambda broker: broker.faults.drop_responses(api_key, count))
+
+    def clear_faults(self, api_key: int | None = None) -> None:
+        """Forget pending injected errors, delays and drops (of one API, or all)."""
+        self._call(lambda broker: broker.faults.clear(api_key))
+
+    def fail_over_coordinator(self) -> None:
+        """Replace the group coordinator with a fresh one that replays the old one's record log.
+        Each connection's next group request is answered NOT_COORDINATOR once (the client then
+        looks the coordinator up again and retries), as after a real coordinator move."""
+        self._call(lambda broker: broker.fail_over_coordinator())
+
+    def drop_connections(self) -> int:
+        """Close every client connection now; returns how many. Clients reconnect by themselves."""
+        return self._call(lambda broker: self._server.drop_connections())
+
+
+def _bytes(value: Value) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return bytes(value)
+
+
+def _by_name(
+    assignment: Mapping[Uuid, Iterable[int]], names: Mapping[Uuid, str]
+) -> dict[str, tuple[int, ...]]:
+    out = {}
+    for topic_id, partitions in assignment.items():
+        parts = tuple(sorted(partitions))
+        if parts:
+            out[names.get(topic_id, str(topic_id))] = parts
+    return dict(sorted(out.items()))
+
+
+def _member(
+    group: ConsumerGroup, member: ConsumerGroupMember, names: Mapping[Uuid, str]
+) -> MemberDescription:
+    metadata = member.metadata
+    current = member.current
+    return MemberDescription(
+        member_id=member.member_id,
+        instance_id=metadata.instance_id,
+        member_epoch=current.member_epoch,
+        state=current.state.name.lower(),
+        assignment=_by_name(current.assigned, names),
+        pending_revocation=_by_name(current.pending_revocation, names),
+        target=_by_name(group.target_of(member.member_id).partitions, names),
+        client_id=metadata.client_id,
+        client_host=metadata.client_host,
+        subscribed_topics=tuple(metadata.subscribed_topic_names),
+        subscribed_regex=metadata.subscribed_topic_regex,
+    )
