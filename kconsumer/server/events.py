@@ -46,7 +46,8 @@ class GroupEventLog:
     """Turns coordinator records (and fencing errors) into log lines."""
 
     def __init__(self) -> None:
-        self._epochs: dict[tuple[str, str], int] = {}
+        #: (group, member) → (member epoch, reconciliation state) last seen.
+        self._epochs: dict[tuple[str, str], tuple[int, int]] = {}
         self._groups: set[str] = set()
 
     def observe(
@@ -126,11 +127,12 @@ class GroupEventLog:
             if isinstance(record, GroupEpochRecord):
                 self._groups.add(record.group_id)
             elif isinstance(record, MemberMetadataRecord):
-                self._epochs.setdefault((record.group_id, record.metadata.member_id), 0)
+                self._epochs.setdefault((record.group_id, record.metadata.member_id), (0, 0))
             elif isinstance(record, MemberMetadataTombstone):
                 self._epochs.pop((record.group_id, record.member_id), None)
             elif isinstance(record, CurrentAssignmentRecord):
-                self._epochs[(record.group_id, record.member_id)] = record.current.member_epoch
+                current = record.current
+                self._epochs[(record.group_id, record.member_id)] = (current.member_epoch, current.state)
 
     def _member(self, record: MemberMetadataRecord) -> None:
         metadata = record.metadata
@@ -138,7 +140,7 @@ class GroupEventLog:
         if key in self._epochs:
             logger.debug("group %s: member %s updated: %s", record.group_id, metadata.member_id, metadata)
             return
-        self._epochs[key] = 0
+        self._epochs[key] = (0, 0)
         subscription: object = list(metadata.subscribed_topic_names)
         if metadata.subscribed_topic_regex:
             subscription = f"regex {metadata.subscribed_topic_regex!r}"
@@ -155,9 +157,9 @@ class GroupEventLog:
     def _current(self, record: CurrentAssignmentRecord, names: Mapping[Uuid, object]) -> None:
         key = (record.group_id, record.member_id)
         current = record.current
-        previous = self._epochs.get(key)
-        self._epochs[key] = current.member_epoch
-        level = logging.INFO if previous != current.member_epoch else logging.DEBUG
+        now = (current.member_epoch, int(current.state))
+        level = logging.INFO if self._epochs.get(key) != now else logging.DEBUG
+        self._epochs[key] = now
         logger.log(
             level,
             "group %s: member %s at epoch %d (%s): assigned %s%s",

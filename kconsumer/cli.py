@@ -1,0 +1,83 @@
+"""The ``kconsumer`` command: one subcommand per task (``kconsumer serve``, ...).
+
+Each subcommand registers itself in `SUBCOMMANDS` with a function adding its options to an
+argparse parser and a function running it from the parsed arguments (returning the exit status).
+Add a subcommand by adding an entry; `main` does the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from . import __version__
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One ``kconsumer`` subcommand."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None
+
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    from .server.serve import add_arguments
+
+    add_arguments(parser)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server.serve import run
+
+    return run(args)
+
+
+SUBCOMMANDS: list[Subcommand] = [
+    Subcommand(
+        name="serve",
+        help="run the reference cluster (a Kafka-compatible broker, in memory) in the foreground",
+        description=(
+            "Run the reference cluster as a standalone broker on HOST:PORT until SIGINT or SIGTERM. "
+            "Any Kafka client can use it; group events are logged to stderr."
+        ),
+        add_arguments=_serve_arguments,
+        run=_serve,
+    ),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kconsumer`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="kconsumer", description="kconsumer: a Kafka consumer for the KIP-848 consumer group protocol."
+    )
+    parser.add_argument("--version", action="version", version=f"kconsumer {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in SUBCOMMANDS:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` (default: the command line) and run the chosen subcommand."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
