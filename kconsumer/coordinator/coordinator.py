@@ -132,6 +132,7 @@ class GroupCoordinator:
         try:
             response = heartbeat.handle(ctx, request, version, client_id, client_host)
         except KafkaApiError as exc:
+            ctx.writer.rollback()  # a failed heartbeat writes nothing, as a failed Kafka write operation
             response = ConsumerGroupHeartbeatResponse(error_code=int(exc.code), error_message=exc.message)
         return self._done(ctx, response)
 

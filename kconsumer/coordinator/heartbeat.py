@@ -227,11 +227,11 @@ def _heartbeat(
             bump_group_epoch(ctx, group)
 
     error = _maybe_update_target(ctx, group)
+    if error is not None:
+        raise error  # the caller rolls every record of this heartbeat back (facts §5.7.5)
 
     member = _reconcile(ctx, group, member, owned, subscription_changed)
     ctx.timers.schedule(session_timer(group.group_id, member_id), ctx.now_ms + ctx.config.session_timeout_ms)
-    if error is not None:
-        raise error
     return _response(ctx, group, member, request, assigned_before)
 
 
@@ -320,7 +320,8 @@ def _replace_static_member(
 ) -> ConsumerGroupMember:
     """A static member rejoining under a new member id takes over the old one's assignment."""
     target = group.target.get(old.member_id)
-    remove_member(ctx, group, old.member_id)
+    # Its session timer stays armed and is ignored when it fires (facts §5.11).
+    remove_member(ctx, group, old.member_id, cancel_timers=False)
     metadata = dataclasses.replace(old.metadata, member_id=new_member_id)
     ctx.writer.write(MemberMetadataRecord(group.group_id, metadata))
     if target is not None:

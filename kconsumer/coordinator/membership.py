@@ -13,16 +13,18 @@ from .records import (
 )
 
 
-def remove_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
+def remove_member(ctx: Context, group: ConsumerGroup, member_id: str, *, cancel_timers: bool = True) -> None:
     """Write the tombstones removing a member (current assignment, target, metadata) and the
-    tombstones of regexes nobody uses any more; cancel the member's timers. No epoch bump."""
+    tombstones of regexes nobody uses any more; cancel the member's timers unless told not to
+    (a timer of a member that is gone is ignored when it fires). No epoch bump."""
     group_id = group.group_id
     ctx.writer.write(CurrentAssignmentTombstone(group_id, member_id))
     ctx.writer.write(TargetMemberTombstone(group_id, member_id))
     ctx.writer.write(MemberMetadataTombstone(group_id, member_id))
     drop_unused_regexes(ctx, group)
-    ctx.timers.cancel(session_timer(group_id, member_id))
-    ctx.timers.cancel(rebalance_timer(group_id, member_id))
+    if cancel_timers:
+        ctx.timers.cancel(session_timer(group_id, member_id))
+        ctx.timers.cancel(rebalance_timer(group_id, member_id))
     run = ctx.client_runs.get(group_id)
     if run is not None and run.chosen_member == member_id:
         # The chosen member is gone: another one is chosen by the next heartbeat that finds the

@@ -58,6 +58,48 @@ class CoordinatorState:
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
 
+    def undo_of(self, record: Record) -> Callable[[], None]:
+        """A function restoring what `record` is about to change (call it right before replaying it)."""
+        if isinstance(record, (OffsetCommitRecord, OffsetTombstone)):
+            offsets = self.offsets.get(record.group_id)
+            key = (record.topic, record.partition)
+            previous = None if offsets is None else offsets.get(key)
+            return lambda: self._restore_offset(record.group_id, key, previous, offsets is not None)
+        if isinstance(record, (SimpleGroupRecord, SimpleGroupTombstone)):
+            add = record.group_id in self.simple_groups
+            return lambda: (self.simple_groups.add if add else self.simple_groups.discard)(record.group_id)
+        group = self.groups.get(record.group_id)
+        if group is None:
+            return lambda: self._forget_group(record.group_id)
+        epochs = (group.group_epoch, group.metadata_hash, group.assignment_epoch, group.last_assignment_ms)
+        member_id = record.metadata.member_id if isinstance(record, MemberMetadataRecord) else None
+        member_id = getattr(record, "member_id", member_id)
+        member = None if member_id is None else group.members.get(member_id)
+        target = None if member_id is None else group.target.get(member_id)
+        regex = getattr(record, "regex", None)
+        resolved = None if regex is None else group.resolved_regexes.get(regex)
+
+        def undo() -> None:
+            group.group_epoch, group.metadata_hash, group.assignment_epoch, group.last_assignment_ms = epochs
+            if member_id is not None:
+                _restore_member(group, member_id, member)
+                _restore(group.target, member_id, target)
+            if regex is not None:
+                _restore(group.resolved_regexes, regex, resolved)
+
+        return undo
+
+    def _forget_group(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
+
+    def _restore_offset(
+        self, group_id: str, key: tuple[str, int], value: OffsetValue | None, group_existed: bool
+    ) -> None:
+        offsets = self.offsets.setdefault(group_id, {})
+        _restore(offsets, key, value)
+        if not offsets and not group_existed:
+            del self.offsets[group_id]
+
     def snapshot(self) -> dict[str, Any]:
         """The durable state as plain values, for comparing two coordinators (failover tests)."""
         groups = {}
@@ -177,12 +219,46 @@ class CoordinatorState:
 
 class RecordWriter:
     """Collects the records a handler writes, replaying each one at once so the handler sees its
-    own changes (and nothing else ever mutates the state)."""
+    own changes (and nothing else ever mutates the state).
+
+    An operation that fails after writing is `rollback`-ed: like a failed Kafka write operation,
+    it leaves no record and no state change behind."""
 
     def __init__(self, state: CoordinatorState) -> None:
         self.state = state
         self.records: list[Record] = []
+        self._undo: list[Callable[[], None]] = []
 
     def write(self, record: Record) -> None:
+        self._undo.append(self.state.undo_of(record))
         self.state.replay(record)
         self.records.append(record)
+
+    def rollback(self) -> None:
+        """Undo every record written so far, newest first, and forget them."""
+        while self._undo:
+            self._undo.pop()()
+        self.records.clear()
+
+
+def _restore(mapping: dict[Any, Any], key: Any, value: Any) -> None:
+    if value is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = value
+
+
+def _restore_member(group: ConsumerGroup, member_id: str, previous: ConsumerGroupMember | None) -> None:
+    """Put a member back as it was (None: absent), keeping the group's indexes in step."""
+    current = group.members.pop(member_id, None)
+    if current is not None:
+        group._index_subscription(current.metadata, -1)
+        group._index_ownership(member_id, current.current, add=False)
+        if current.instance_id and group.static_members.get(current.instance_id) == member_id:
+            del group.static_members[current.instance_id]
+    if previous is not None:
+        group._index_subscription(previous.metadata, +1)
+        group._index_ownership(member_id, previous.current, add=True)
+        if previous.instance_id:
+            group.static_members[previous.instance_id] = member_id
+        group.members[member_id] = previous
