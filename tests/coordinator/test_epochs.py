@@ -238,7 +238,7 @@ def test_client_id_and_host_are_always_updated(driver: Any) -> None:
     stable_pair(d)
     request = ConsumerGroupHeartbeatRequest(group_id="g", member_id="A", member_epoch=3)
     result = d.coordinator.heartbeat(request, 1, d.now, "other-client", "/10.0.0.1")
-    assert group_epoch_records(result) == []
+    assert result.response.error_code == 0 and group_epoch_records(result) == []
     metadata = d.member("A").metadata
     assert (metadata.client_id, metadata.client_host) == ("other-client", "/10.0.0.1")
 
@@ -246,14 +246,15 @@ def test_client_id_and_host_are_always_updated(driver: Any) -> None:
 def test_an_unchanged_heartbeat_writes_nothing(driver: Any) -> None:
     d = driver
     stable_pair(d)
-    assert raw(d, "A", 3, topic_partitions=d.tps({"foo": [0, 1, 2]})).records == []
+    result = raw(d, "A", 3, topic_partitions=d.tps({"foo": [0, 1, 2]}))
+    assert result.response.error_code == 0 and result.records == []
 
 
 def test_null_fields_mean_unchanged(driver: Any) -> None:
     d = driver
     d.create_topic("foo", 2)
     d.join("A", rack_id="r1", server_assignor="range", instance_id="i")
-    raw(d, "A", 2, instance_id="i")
+    assert raw(d, "A", 2, instance_id="i").response.error_code == 0
     metadata = d.member("A").metadata
     assert (metadata.rack_id, metadata.server_assignor, metadata.subscribed_topic_names) == (
         "r1",
