@@ -217,10 +217,6 @@ class CommitManager:
             )
         )
 
-    def is_pending(self, commit_id: int) -> bool:
-        """True while the commit `commit_id` has not finished."""
-        return commit_id in self._commits
-
     def drain_finished(self) -> list[int]:
         """The ids of the commits that finished since the last call (in order)."""
         finished, self._finished = self._finished, []
@@ -268,7 +264,7 @@ class CommitManager:
     def _failure(op: _Commit, error: KConsumerError, expired: bool) -> KConsumerError:
         if expired:
             return CommitFailedError("commit gave up at its deadline", error)
-        if isinstance(error, StaleMemberEpochError):
+        if isinstance(error, StaleMemberEpochError) and op.reason is CommitReason.USER_SYNC:
             return CommitFailedError("commit failed with a stale member epoch after retrying", error)
         return error
 

@@ -11,31 +11,21 @@ How the pieces fit:
 * `reconciler` turns targets into owned partitions step by step (revoke, then assign).
 * `commits` runs auto-commits, revocation/close commits, user commits and OffsetFetches.
 * `assignors` carries the client-side-assignor fields and computations.
-* This module routes events to them, runs the leave sequence (unsubscribe, close, expired poll
-  timer), fencing and fatal errors, and sends heartbeats.
+* `leaving` is the leave sequence (unsubscribe, close, expired poll timer).
+* This module routes events to them, handles fencing and fatal errors, and sends heartbeats.
 
-Leave sequence (unsubscribe or close), state PREPARE_LEAVING: `StopFetching` of everything ->
-auto-commit (REVOCATION for unsubscribe, CLOSE for close; waits for it) -> ``on_partitions_revoked``
-(or ``on_partitions_lost`` if the member was fenced meanwhile; waits) -> LEAVING: the leave heartbeat
-(epoch -1; -2 for a static member closing) -> UNSUBSCRIBED and `LeaveDone` once it is answered or
-failed (sent once, never retried, as in Kafka's consumer). An expired poll timer skips the commit and
-the revocation: the partitions are lost (``on_partitions_lost`` at the next poll), the member leaves
-(-1, or -2 if static) and goes STALE until the application polls again.
+Effects of one event are returned in the order they must be executed; see `effects` for the
+contract of each, `events` for what the runtime reports back, and docs/member-states.md for the
+state table.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ErrorCode, KConsumerError
-from ..protocol.messages.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatResponse,
-)
+from ..protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from .assignors import ClientAssignorHooks
 from .backoff import ExponentialBackoff
 from .commits import CommitManager, Ids, Membership
@@ -52,10 +42,11 @@ from .effects import (
 )
 from .errors import (
     HeartbeatAction,
-    PollIntervalExceededError,
-    UnsupportedFeatureError,
+    client_assignors_unsupported,
     heartbeat_error,
     heartbeat_rule,
+    pattern_needs_v1,
+    poll_interval_exceeded,
 )
 from .events import (
     AssignorMetadataUpdated,
@@ -77,6 +68,7 @@ from .events import (
     Unsubscribe,
 )
 from .heartbeat import REGEX_VERSION, HeartbeatBuilder
+from .leaving import Leave, LeavePhase, leave_epoch
 from .model import (
     LISTENER_CALLBACKS,
     AssignmentMetadata,
@@ -93,21 +85,6 @@ from .schedule import HeartbeatSchedule
 from .state import HEARTBEATING, IN_GROUP, MemberState, check_transition
 
 S = MemberState
-
-
-class _LeavePhase(enum.Enum):
-    COMMIT = "commit"
-    CALLBACK = "callback"
-    SEND = "send"
-
-
-@dataclass
-class _Leave:
-    reason: LeaveReason
-    phase: _LeavePhase
-    release: Release
-    waiting: int | None = None
-    fenced: bool = False
 
 
 class MemberCore:
@@ -143,7 +120,7 @@ class MemberCore:
         self._recon.configure(self._assignors.configured)
         self._last_poll_ms = now_ms
         self._urgent = False
-        self._leave: _Leave | None = None
+        self._leave: Leave | None = None
         self._leave_done_pending: LeaveReason | None = None
         self._closing = False
         self._close_deadline: int | None = None
@@ -334,22 +311,9 @@ class MemberCore:
         """Fail (FATAL) when the broker cannot serve this configuration."""
         sub = self._subscription
         if sub is not None and sub.pattern is not None and self._hb_version < REGEX_VERSION:
-            self._fail(
-                UnsupportedFeatureError(
-                    f"subscribing to a pattern ({sub.pattern!r}) needs ConsumerGroupHeartbeat v1, which this "
-                    "broker does not offer: upgrade the brokers to Apache Kafka 4.0 or later, or subscribe "
-                    "to topic names"
-                )
-            )
+            self._fail(pattern_needs_v1(sub.pattern))
         elif self._assignors.configured and not self._client_assignors_supported:
-            names = ", ".join(a.name for a in self._assignors.announced)
-            self._fail(
-                UnsupportedFeatureError(
-                    f"group.local.assignors ({names}) need a coordinator with kconsumer's client-side "
-                    "assignor APIs, which this broker does not offer: remove group.local.assignors and "
-                    "set group.remote.assignor (for example 'uniform' or 'range') to use a server-side one"
-                )
-            )
+            self._fail(client_assignors_unsupported([a.name for a in self._assignors.announced]))
 
     def _fail(self, error: KConsumerError) -> None:
         """Go FATAL: partitions lost (callback unless already leaving), error reported."""
@@ -406,50 +370,39 @@ class MemberCore:
                 self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
             )
             self._stale_polled = False
-            self._leave = _Leave(reason, _LeavePhase.SEND, release)
+            self._leave = Leave(reason, LeavePhase.SEND, release)
             self._to(S.LEAVING)
             return
         self._assignors.abandon()
         release = self._recon.release(lost=False)
         if release.stop:
             self._out.append(StopFetching(release.stop))
-        self._leave = _Leave(reason, _LeavePhase.COMMIT, release)
+        self._leave = Leave(reason, LeavePhase.COMMIT, release)
         self._advance_leave()
+
+    def commit_before_leaving(self, partitions: tuple[TopicIdPartition, ...]) -> int | None:
+        """Auto-commit before leaving (CLOSE on close, REVOCATION on unsubscribe)."""
+        if not self.config.auto_commit:
+            return None
+        return self._commits.commit(
+            CommitReason.CLOSE if self._closing else CommitReason.REVOCATION,
+            self._now,
+            self._membership(),
+            self._out,
+            partitions=partitions,
+            deadline_ms=self._close_deadline if self._closing else None,
+        )
 
     def _advance_leave(self) -> None:
         leave = self._leave
-        while leave is not None and leave.waiting is None and self._state is S.PREPARE_LEAVING:
-            if leave.phase is _LeavePhase.COMMIT:
-                leave.phase = _LeavePhase.CALLBACK
-                if self.config.auto_commit and leave.release.owned and not leave.fenced:
-                    reason = CommitReason.CLOSE if self._closing else CommitReason.REVOCATION
-                    leave.waiting = self._commits.commit(
-                        reason,
-                        self._now,
-                        self._membership(),
-                        self._out,
-                        partitions=leave.release.owned,
-                        deadline_ms=self._close_deadline if self._closing else None,
-                    )
-            elif leave.phase is _LeavePhase.CALLBACK:
-                leave.phase = _LeavePhase.SEND
-                if leave.release.callback:
-                    kind = CallbackKind.LOST if leave.fenced else CallbackKind.REVOKED
-                    leave.waiting = self.invoke_callback(kind, leave.release.callback)
-            else:
-                self._recon.drop_owned()
-                self._commits.on_ownership_lost(self._membership(), self._out)
-                if leave.fenced:
-                    self._finish_leave()
-                else:
-                    self._to(S.LEAVING)
-                return
-
-    def _leave_epoch(self, reason: LeaveReason) -> int:
-        temporary = reason is not LeaveReason.UNSUBSCRIBE or self._closing
-        if self.config.static and temporary:
-            return LEAVE_GROUP_STATIC_MEMBER_EPOCH
-        return LEAVE_GROUP_MEMBER_EPOCH
+        if leave is None or self._state is not S.PREPARE_LEAVING or not leave.advance(self):
+            return
+        self._recon.drop_owned()
+        self._commits.on_ownership_lost(self._membership(), self._out)
+        if leave.fenced:
+            self._finish_leave()
+        else:
+            self._to(S.LEAVING)
 
     def _finish_leave(self) -> None:
         """The leave is over (answered, failed, or not needed)."""
@@ -511,7 +464,7 @@ class MemberCore:
     def _send_leave(self) -> None:
         leave = self._leave
         assert leave is not None
-        epoch = self._leave_epoch(leave.reason)
+        epoch = leave_epoch(leave.reason, self.config.static, self._closing)
         request = self._builder.build_leave(member_id=self._member_id, member_epoch=epoch)
         request_id = self._ids.next()
         self._schedule.sent(request_id, self._now, epoch, leave=True)
@@ -582,17 +535,8 @@ class MemberCore:
     def _run_timers(self) -> None:
         now = self._now
         if self._state in IN_GROUP and now >= self._last_poll_ms + self.config.rebalance_timeout_ms:
-            self._out.append(
-                ReportError(
-                    PollIntervalExceededError(
-                        f"the application did not poll for max.poll.interval.ms "
-                        f"({self.config.rebalance_timeout_ms} ms): the member left group "
-                        f"{self.config.group_id!r}, its partitions were lost; it rejoins at the next poll. "
-                        "Poll more often, process fewer records per poll, or raise max.poll.interval.ms"
-                    ),
-                    fatal=False,
-                )
-            )
+            error = poll_interval_exceeded(self.config.group_id, self.config.rebalance_timeout_ms)
+            self._out.append(ReportError(error, fatal=False))
             self._start_leave(LeaveReason.POLL_EXPIRED)
         self._commits.timers(now, self._membership(), self._state in IN_GROUP, self._out)
         self._drain_commits()

@@ -168,3 +168,29 @@ def heartbeat_error(
         message=coordinator_message or "no message",
     )
     return error_for(code, advice or coordinator_message)
+
+
+def pattern_needs_v1(pattern: str) -> UnsupportedFeatureError:
+    """A pattern subscription on a broker with ConsumerGroupHeartbeat v0 only."""
+    return UnsupportedFeatureError(
+        f"subscribing to a pattern ({pattern!r}) needs ConsumerGroupHeartbeat v1, which this broker does not "
+        "offer: upgrade the brokers to Apache Kafka 4.0 or later, or subscribe to topic names"
+    )
+
+
+def client_assignors_unsupported(names: list[str]) -> UnsupportedFeatureError:
+    """Local assignors, but the coordinator lacks the extension APIs (EXTENSIONS.md §4.2)."""
+    return UnsupportedFeatureError(
+        f"group.local.assignors ({', '.join(names)}) need a coordinator with kconsumer's client-side "
+        "assignor APIs, which this broker does not offer: remove group.local.assignors and set "
+        "group.remote.assignor (for example 'uniform' or 'range') to use a server-side assignor"
+    )
+
+
+def poll_interval_exceeded(group: str, max_poll_interval_ms: int) -> PollIntervalExceededError:
+    """The non-fatal error reported when the poll timer expires."""
+    return PollIntervalExceededError(
+        f"the application did not poll for max.poll.interval.ms ({max_poll_interval_ms} ms): the member left "
+        f"group {group!r} and its partitions were lost; it rejoins at the next poll. Poll more often, "
+        "process fewer records per poll, or raise max.poll.interval.ms"
+    )

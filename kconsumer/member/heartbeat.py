@@ -74,11 +74,6 @@ class HeartbeatBuilder:
         """Make the next request full (after joining, and after any error or failed request)."""
         self._sent = _Sent()
 
-    @property
-    def full_pending(self) -> bool:
-        """True when the next request will carry every field."""
-        return self._sent.subscription is None
-
     def build(
         self,
         *,

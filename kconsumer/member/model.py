@@ -38,14 +38,6 @@ def sort_partitions(partitions: Iterable[TopicIdPartition]) -> tuple[TopicIdPart
     return tuple(sorted(partitions, key=lambda tp: (tp.topic, tp.partition, tp.topic_id.bytes)))
 
 
-def group_by_topic(partitions: Iterable[TopicIdPartition]) -> dict[Uuid, frozenset[int]]:
-    """Partitions keyed by topic id (the wire's TopicPartitions shape)."""
-    by_topic: dict[Uuid, set[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic_id, set()).add(tp.partition)
-    return {topic_id: frozenset(parts) for topic_id, parts in by_topic.items()}
-
-
 class OffsetReset(enum.Enum):
     """What to do for a partition without a committed offset (``auto.offset.reset``)."""
 

@@ -163,19 +163,9 @@ class Reconciler:
         return frozenset(self._owned.values())
 
     @property
-    def fetching(self) -> frozenset[TopicIdPartition]:
-        """Owned partitions still being fetched (all but those of a revoke step)."""
-        revoking = set(self.step.partitions) if self.step and self.step.kind is StepKind.REVOKE else set()
-        return frozenset(tp for tp in self._owned.values() if tp not in revoking)
-
-    @property
     def target(self) -> Mapping[Uuid, frozenset[int]] | None:
         """The last target received since (re)joining, by topic id."""
         return self._target
-
-    def topic_name(self, topic_id: Uuid) -> str | None:
-        """The name of `topic_id`, if known."""
-        return self._names.get(topic_id)
 
     # -- inputs ---------------------------------------------------------------------------------
 

@@ -25,11 +25,6 @@ class HeartbeatSchedule:
         self._last_sent_ms: int | None = None
         self._retry = Retry(backoff)
 
-    @property
-    def retry_attempts(self) -> int:
-        """Consecutive failures so far."""
-        return self._retry.attempts
-
     def due_at(self, urgent: bool) -> int | None:
         """When the next heartbeat may go, or None while one is in flight."""
         if self.in_flight is not None:

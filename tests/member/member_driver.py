@@ -56,7 +56,9 @@ def tp(topic: str, partition: int) -> TopicIdPartition:
 
 def tps(spec: Mapping[str, Iterable[int]]) -> tuple[TopicIdPartition, ...]:
     """Sorted partitions from {"foo": [0, 1]}."""
-    return tuple(sorted((tp(t, p) for t, ps in spec.items() for p in ps), key=lambda x: (x.topic, x.partition)))
+    return tuple(
+        sorted((tp(t, p) for t, ps in spec.items() for p in ps), key=lambda x: (x.topic, x.partition))
+    )
 
 
 def response(
@@ -177,7 +179,9 @@ class Driver:
 
     # -- answering -------------------------------------------------------------------------------
 
-    def respond(self, epoch: int, assignment: Mapping[str, Iterable[int]] | None = None, **kw: Any) -> list[Effect]:
+    def respond(
+        self, epoch: int, assignment: Mapping[str, Iterable[int]] | None = None, **kw: Any
+    ) -> list[Effect]:
         """Answer the heartbeat in flight."""
         hb = self.in_flight()
         self.answered.add(hb.request_id)
@@ -192,7 +196,9 @@ class Driver:
         names = names or tuple(TOPIC_IDS)
         return self.send(MetadataUpdated({TOPIC_IDS[n]: n for n in names}))
 
-    def complete_callbacks(self, kind: CallbackKind | None = None, error: BaseException | None = None) -> list[Effect]:
+    def complete_callbacks(
+        self, kind: CallbackKind | None = None, error: BaseException | None = None
+    ) -> list[Effect]:
         """Complete every pending callback (of `kind`), in order; returns all effects."""
         out: list[Effect] = []
         for cb in self.pending(InvokeCallback):
@@ -216,7 +222,9 @@ class Driver:
         for f in self.pending(FetchCommittedOffsets):
             self.answered.add(f.request_id)
             offsets = tuple(PartitionOffset(p, committed.get(p, -1)) for p in f.partitions)
-            out += self.send(OffsetFetchResult(f.request_id, error, offsets if error is ErrorCode.NONE else ()))
+            out += self.send(
+                OffsetFetchResult(f.request_id, error, offsets if error is ErrorCode.NONE else ())
+            )
         return out
 
     def settle(self) -> None:

@@ -62,7 +62,9 @@ def test_the_documented_table_is_the_code_table() -> None:
     text = DOC.read_text()
     section = text.split("## Allowed transitions", 1)[1].split("##", 1)[0]
     rows = re.findall(r"^\| ([A-Z_]+) \| ([A-Z_, ]+) \|$", section, re.M)
-    documented = {MemberState[to]: frozenset(MemberState[s.strip()] for s in frm.split(",")) for to, frm in rows}
+    documented = {
+        MemberState[to]: frozenset(MemberState[s.strip()] for s in frm.split(",")) for to, frm in rows
+    }
     assert documented == dict(ALLOWED_PREDECESSORS)
 
 
@@ -225,12 +227,12 @@ EXPECTED: dict[MemberState, tuple[MemberState, ...]] = {
     FA: (FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA, FA),
 }
 
-CASES = [
-    (state, name, EXPECTED[state][i]) for state in MemberState for i, name in enumerate(EVENTS)
-]
+CASES = [(state, name, EXPECTED[state][i]) for state in MemberState for i, name in enumerate(EVENTS)]
 
 
-@pytest.mark.parametrize(("state", "event_name", "expected"), CASES, ids=[f"{s.name}-{e}" for s, e, _ in CASES])
+@pytest.mark.parametrize(
+    ("state", "event_name", "expected"), CASES, ids=[f"{s.name}-{e}" for s, e, _ in CASES]
+)
 def test_every_state_event_pair(
     state: MemberState, event_name: str, expected: MemberState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
