@@ -28,10 +28,12 @@ from ..protocol.headers import (
     frame_size,
     skip_tagged_fields,
 )
+from ..protocol.messages.fetch import FetchResponse
 from ..protocol.schema import Message
 from ..protocol.types import Reader
 from .broker import DROP, Broker, ClientSession
 from .error_responses import api_versions_error, error_response
+from .fetch_encoding import Buffer, encode_fetch_response
 
 logger = logging.getLogger("kconsumer.server")
 
@@ -155,10 +157,18 @@ class Connection:
 
     async def _send(self, response: Message, version: int, header: RequestHeader) -> bool:
         spec = API_SPECS[response.API_KEY]
-        body = response.encode(version)
+        body: list[Buffer]
+        if isinstance(response, FetchResponse):
+            body = encode_fetch_response(response, version)  # the stored batches, not copies
+        else:
+            body = [response.encode(version)]
         head = encode_response_header(header.correlation_id, spec.response_header_version(version) == 1)
+        size = len(head)
+        for part in body:
+            size += len(part)
         writer = self.writer
-        writer.write((len(head) + len(body)).to_bytes(4, "big") + head)
-        writer.write(body)
+        writer.write(size.to_bytes(4, "big") + head)
+        for part in body:
+            writer.write(part)
         await writer.drain()
         return True

@@ -195,7 +195,7 @@ def handle_list_offsets(topics: Topics, request: ListOffsetsRequest, version: in
                     error_code=0,
                     timestamp=timestamp,
                     offset=offset,
-                    leader_epoch=LEADER_EPOCH if found is not None else -1,
+                    leader_epoch=LEADER_EPOCH if found is not None and version >= 4 else -1,
                 )
             )
         responses.append(ListOffsetsTopicResponse(name=wanted_topic.name, partitions=partitions))

@@ -86,7 +86,9 @@ def handle_metadata(
                 if topic is None:
                     described.append(
                         MetadataResponseTopic(
-                            error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            name=None if version >= 12 else "",
+                            topic_id=wanted.topic_id,
                         )
                     )
                 else:

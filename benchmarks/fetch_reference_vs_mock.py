@@ -1,0 +1,212 @@
+"""Fetch throughput: raw confluent-kafka against the reference cluster and against librdkafka's mock.
+
+The same client (confluent-kafka's ``Consumer`` in manual-assign mode, ``consume(n)`` in a loop)
+reads the same data (``--partitions`` partitions of ``--records`` records of ``--size`` bytes,
+written by confluent-kafka's ``Producer``) from
+
+* librdkafka's built-in mock cluster (``Producer({'test.mock.num.brokers': 1})``; its address
+  comes from ``list_topics().brokers``; it keeps only ~45,000 records of 100 bytes per partition,
+  hence the default size),
+* the reference cluster in this process (`kconsumer.testing.ReferenceCluster`, a background
+  thread sharing the interpreter with the consumer), and
+* the reference cluster as its own process (``python -m kconsumer serve``),
+
+in the same run, on the same machine. Each read is timed from ``assign()`` to the last record,
+``--rounds`` times per target; the best and the median round are printed, plus the produce rate
+(``flush()`` included) and each target's ratio to the mock.
+
+Run from the repository root::
+
+    python -m benchmarks.fetch_reference_vs_mock
+    python -m benchmarks.fetch_reference_vs_mock --rounds 5 --batch 10000 --no-subprocess
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import confluent_kafka as ck
+
+from kconsumer.testing import ReferenceCluster
+
+TOPIC = "fetch-bench"
+
+
+@dataclass
+class Result:
+    target: str
+    produce_s: float
+    rounds: list[float]
+    records: int
+    size: int
+
+    @property
+    def best(self) -> float:
+        return self.records / min(self.rounds)
+
+    @property
+    def median(self) -> float:
+        return self.records / statistics.median(self.rounds)
+
+
+def produce(bootstrap: str, partitions: int, per_partition: int, size: int) -> float:
+    """Write the data set with confluent-kafka; returns the seconds it took (flush included)."""
+    producer = ck.Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10000, "acks": 1}
+    )
+    payload = os.urandom(size // 2).hex().encode()[:size].ljust(size, b"x")
+    start = time.perf_counter()
+    for i in range(per_partition):
+        for p in range(partitions):
+            while True:
+                try:
+                    producer.produce(TOPIC, value=payload, partition=p)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        if i % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    elapsed = time.perf_counter() - start
+    if left:
+        raise RuntimeError(f"{left} records not delivered to {bootstrap}")
+    return elapsed
+
+
+def consume_once(bootstrap: str, partitions: int, expected: int, batch: int) -> float:
+    """Seconds to read `expected` records from offset 0 of every partition with consume(batch)."""
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+        }
+    )
+    try:
+        # Connect and learn metadata before the clock starts (both targets alike).
+        consumer.list_topics(TOPIC, timeout=10)
+        start = time.perf_counter()
+        consumer.assign([ck.TopicPartition(TOPIC, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
+        seen = 0
+        deadline = start + 120
+        while seen < expected:
+            messages = consumer.consume(batch, 1.0)
+            for message in messages:
+                if message.error() is not None:
+                    raise RuntimeError(f"consume error from {bootstrap}: {message.error()}")
+            seen += len(messages)
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"only {seen} of {expected} records from {bootstrap} in 120 s")
+        return time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
+def measure(target: str, bootstrap: str, args: argparse.Namespace) -> Result:
+    expected = args.partitions * args.records
+    produce_s = produce(bootstrap, args.partitions, args.records, args.size)
+    rounds = [consume_once(bootstrap, args.partitions, expected, args.batch) for _ in range(args.rounds)]
+    return Result(target, produce_s, rounds, expected, args.size)
+
+
+@contextmanager
+def mock_cluster(partitions: int) -> Iterator[str]:
+    handle = ck.Producer({"test.mock.num.brokers": 1})
+    try:
+        brokers = handle.list_topics(timeout=10).brokers
+        broker = next(iter(brokers.values()))
+        bootstrap = f"{broker.host}:{broker.port}"
+        if partitions != 4:
+            raise SystemExit("the mock cluster auto-creates topics with 4 partitions: use --partitions 4")
+        yield bootstrap
+    finally:
+        handle.flush(1)
+
+
+@contextmanager
+def in_process(partitions: int) -> Iterator[str]:
+    with ReferenceCluster() as cluster:
+        cluster.create_topic(TOPIC, partitions)
+        yield cluster.bootstrap_servers
+
+
+@contextmanager
+def subprocess_server(partitions: int) -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kconsumer", "serve", "--port", "0", "--topic", f"{TOPIC}:{partitions}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"kconsumer serve did not start: {line!r}")
+        yield line.removeprefix("listening on ")
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _version() -> str:
+    version = ck.version()
+    return str(version[0] if isinstance(version, tuple) else version)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--records", type=int, default=40_000, help="records per partition")
+    parser.add_argument("--size", type=int, default=100, help="value size in bytes")
+    parser.add_argument("--batch", type=int, default=10_000, help="consume(n) batch size")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-subprocess", action="store_true", help="skip the kconsumer serve process")
+    args = parser.parse_args(argv)
+
+    targets = [("librdkafka mock", mock_cluster), ("reference (in-process)", in_process)]
+    if not args.no_subprocess:
+        targets.append(("reference (kconsumer serve)", subprocess_server))
+    print(
+        f"confluent-kafka {_version()} / librdkafka {ck.libversion()[0]}; {os.cpu_count()} CPUs; "
+        f"{args.partitions} partitions x {args.records} records x {args.size} B; consume({args.batch}); "
+        f"{args.rounds} rounds",
+        flush=True,
+    )
+    results = []
+    for name, factory in targets:
+        with factory(args.partitions) as bootstrap:
+            results.append(measure(name, bootstrap, args))
+        result = results[-1]
+        print(
+            f"  measured {name}: rounds {', '.join(f'{r * 1000:.0f} ms' for r in result.rounds)}", flush=True
+        )
+    baseline = results[0].best
+    print()
+    print(
+        f"{'target':30} {'produce rec/s':>14} {'fetch best rec/s':>17} {'median rec/s':>13} "
+        f"{'MB/s':>7} {'vs mock':>8}"
+    )
+    for result in results:
+        produce_rate = result.records / result.produce_s
+        mb = result.best * result.size / 1e6
+        print(
+            f"{result.target:30} {produce_rate:14,.0f} {result.best:17,.0f} {result.median:13,.0f} "
+            f"{mb:7.1f} {result.best / baseline:8.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
