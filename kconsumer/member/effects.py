@@ -73,7 +73,10 @@ class InvokeCallback(Effect):
 
     For ASSIGNMENT (``PartitionAssignor.on_assignment``) `partitions` is the member's resolved
     target and `assignment_metadata` what the assignor computed for it; for the listener kinds
-    `partitions` is the set being assigned, revoked or lost.
+    `partitions` is the set being assigned, revoked or lost (ASSIGNED may be empty once, for an
+    empty first assignment after joining). Only kinds registered with `Subscribe.callbacks` (and
+    ASSIGNMENT when local assignors are configured) are ever asked for. If the callback raises,
+    the facade raises the error from that poll and still reports `CallbackCompleted`.
     """
 
     callback_id: int
@@ -108,8 +111,8 @@ class CommitOffsets(Effect):
     instance id), then report `CommitResult(request_id, ...)`.
 
     `offsets` are explicit offsets; when it is None, commit the **current positions** of
-    `partitions` (skipping any without a position yet). Only partitions the member owns at the
-    time of this effect are listed.
+    `partitions` (skipping any without a position yet; if none has one, report success without
+    sending anything). Only partitions the member owns at the time of this effect are listed.
     """
 
     request_id: int
