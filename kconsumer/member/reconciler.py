@@ -3,7 +3,10 @@
 The coordinator sends the member's assignment by topic id. Names are resolved through the metadata
 the runtime reports (and the names of topics already owned); for ids it cannot resolve yet, the
 reconciler asks for a metadata refresh and, as Kafka's consumer does, reconciles the part it can
-resolve in the meantime, so a revocation is never held up by an unrelated new topic.
+resolve in the meantime, so a revocation is never held up by an unrelated new topic. (Only when a
+local assignor's AssignmentMetadata is pending does the assign step wait for every name, so that
+``on_assignment`` sees the whole target before any ``on_partitions_assigned`` of that epoch.) Ids
+still unknown after a metadata update are asked for again after the retry backoff.
 
 One reconciliation is a sequence of *steps*, one at a time, each followed by an acknowledgement
 when it changed the owned set (the core sends that heartbeat at once):
