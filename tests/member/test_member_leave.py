@@ -239,3 +239,24 @@ def test_expiry_with_a_heartbeat_in_flight_waits_for_it() -> None:
     assert d.state is S.LEAVING and not d.of(SendHeartbeat, effects)
     leave = d.one(SendHeartbeat, d.respond(2, {"foo": [0, 1, 2]}))
     assert leave.leave
+
+
+def test_unsubscribe_during_a_revocation_does_not_revoke_twice() -> None:
+    d = _stable(auto_commit=False)
+    d.advance(5_000)
+    effects = d.respond(2, {"foo": [0]})  # on_partitions_revoked([foo-1]) is pending
+    assert d.one(InvokeCallback, effects).partitions == tps({"foo": [1]})
+    effects = d.send(Unsubscribe())
+    assert d.state is S.PREPARE_LEAVING
+    assert d.one(StopFetching, effects).partitions == tps({"foo": [0]})  # foo-1 is already stopped
+    revoke = d.of(InvokeCallback, effects)
+    assert [(cb.kind, cb.partitions) for cb in revoke] == [(CallbackKind.REVOKED, tps({"foo": [0]}))]
+
+
+def test_heartbeats_continue_while_preparing_to_leave() -> None:
+    d = _stable()
+    d.send(Unsubscribe())  # waits for its commit
+    hb = d.one(SendHeartbeat, d.advance(5_000))
+    assert not hb.leave and hb.request.member_epoch == 2
+    d.respond(2, {"foo": [0, 1, 2]})  # a new assignment is ignored while leaving
+    assert d.state is S.PREPARE_LEAVING and not d.of(InvokeCallback, d.last)
