@@ -57,7 +57,7 @@ def commit(ctx: Context, request: OffsetCommitRequest, version: int) -> OffsetCo
         )
 
     group_error = None
-    if not request.group_id:
+    if _is_null(request.group_id):  # Kafka accepts the empty group id, for backwards compatibility
         group_error = ErrorCode.INVALID_GROUP_ID
     else:
         try:
@@ -73,14 +73,14 @@ def commit(ctx: Context, request: OffsetCommitRequest, version: int) -> OffsetCo
                 code = group_error
             if code is None:
                 metadata = partition.committed_metadata
-                if metadata is not None and len(metadata.encode()) > ctx.config.offset_metadata_max_bytes:
+                if metadata is not None and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
                     code = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 else:
                     assert name is not None
                     value = OffsetValue(
                         partition.committed_offset,
                         partition.committed_leader_epoch,
-                        metadata,
+                        "" if metadata is None else metadata,  # Kafka stores null as NO_METADATA ("")
                         ctx.now_ms,
                         topic_id,
                     )
@@ -91,6 +91,16 @@ def commit(ctx: Context, request: OffsetCommitRequest, version: int) -> OffsetCo
             OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=results)
         )
     return OffsetCommitResponse(topics=response_topics)
+
+
+def _is_null(value: object) -> bool:
+    """A null string field (possible only for requests built in-process: the wire field is not nullable)."""
+    return value is None
+
+
+def _java_length(text: str) -> int:
+    """Kafka compares ``String.length()``, in UTF-16 code units, to ``offset.metadata.max.bytes``."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _validate_commit(
@@ -104,9 +114,11 @@ def _validate_commit(
     group = ctx.state.group(request.group_id)
     if group is None:
         if request.group_id in ctx.state.simple_groups:
+            # An empty classic group (ClassicGroup.validateOffsetCommit): admin commits are
+            # accepted; any other is checked against its members, and it has none.
             if epoch < 0:
                 return
-            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         if epoch < 0:
             # Kafka creates a "simple" group for admin / manual-assignment commits.
             ctx.writer.write(SimpleGroupRecord(request.group_id))
@@ -221,6 +233,8 @@ def _fetch_group(
     version: int,
 ) -> tuple[int, list[tuple[str, Uuid, list[_Partition]]]]:
     """(group error, [(name, id, [(partition, offset, leader epoch, metadata, error)])])."""
+    if _is_null(group_id):  # only null is invalid: the empty group id is supported
+        return int(ErrorCode.INVALID_GROUP_ID), []
     group = ctx.state.group(group_id)
     error = _fetch_member_error(group, member_id, member_epoch)
     if error:
