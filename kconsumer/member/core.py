@@ -6,6 +6,7 @@ the member id and the jitter source are inputs.
 
 How the pieces fit:
 
+* `exchange` sends heartbeats and handles their answers (a mixin of this class).
 * `state` holds the states and the one transition table; `_to` is the only place the state changes.
 * `heartbeat` builds requests with only the changed fields; `schedule` decides when one is due.
 * `reconciler` turns targets into owned partitions step by step (revoke, then assign).
@@ -24,27 +25,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ErrorCode, KConsumerError
-from ..protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
+from ..errors import KConsumerError
 from .assignors import ClientAssignorHooks
 from .backoff import ExponentialBackoff
 from .commits import CommitManager, Ids, Membership
 from .effects import (
     CommitFinished,
     Effect,
-    FindCoordinator,
     InvokeCallback,
     LeaveDone,
     RefreshMetadata,
     ReportError,
-    SendHeartbeat,
     StopFetching,
 )
 from .errors import (
-    HeartbeatAction,
     client_assignors_unsupported,
-    heartbeat_error,
-    heartbeat_rule,
     pattern_needs_v1,
     poll_interval_exceeded,
 )
@@ -57,6 +52,7 @@ from .events import (
     CommitResult,
     CoordinatorCapabilities,
     Event,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatResponseReceived,
     MetadataUpdated,
@@ -67,8 +63,9 @@ from .events import (
     Tick,
     Unsubscribe,
 )
+from .exchange import HeartbeatExchange
 from .heartbeat import REGEX_VERSION, HeartbeatBuilder
-from .leaving import Leave, LeavePhase, leave_epoch
+from .leaving import Leave, LeavePhase
 from .model import (
     LISTENER_CALLBACKS,
     AssignmentMetadata,
@@ -76,6 +73,7 @@ from .model import (
     CommitReason,
     LeaveReason,
     MemberConfig,
+    PartitionOffset,
     Subscription,
     TopicIdPartition,
     sort_partitions,
@@ -87,7 +85,7 @@ from .state import HEARTBEATING, IN_GROUP, MemberState, check_transition
 S = MemberState
 
 
-class MemberCore:
+class MemberCore(HeartbeatExchange):
     """One consumer's membership in one group (see the module docstring)."""
 
     def __init__(
@@ -236,12 +234,21 @@ class MemberCore:
         self._out.append(InvokeCallback(callback_id, kind, sort_partitions(partitions), metadata))
         return callback_id
 
-    def commit_revoked(self, partitions: tuple[TopicIdPartition, ...]) -> int | None:
-        """Auto-commit the current positions of partitions about to be revoked."""
-        if not self.config.auto_commit:
+    def stop_fetching(self, partitions: tuple[TopicIdPartition, ...]) -> int:
+        """Emit `StopFetching`; returns the id its `FetchingStopped` carries."""
+        stop_id = self._ids.next()
+        self._out.append(StopFetching(stop_id, partitions))
+        return stop_id
+
+    def commit_revoked(
+        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
+    ) -> int | None:
+        """Auto-commit the positions (taken when fetching stopped) of partitions being revoked."""
+        offsets = _positions_of(partitions, positions)
+        if not self.config.auto_commit or not offsets:
             return None
         return self._commits.commit(
-            CommitReason.REVOCATION, self._now, self._membership(), self._out, partitions=partitions
+            CommitReason.REVOCATION, self._now, self._membership(), self._out, offsets=offsets
         )
 
     def fetch_committed(self, partitions: tuple[TopicIdPartition, ...]) -> int:
@@ -287,16 +294,16 @@ class MemberCore:
         if self._state is S.RECONCILING and self._recon.step is None:
             self._progress(self._recon.advance())
 
-    def _lose_everything(self, stop: bool = True) -> Release:
-        """Stop fetching and drop every partition without commit (fenced, stale, fatal).
-        `stop` is False when a leave already stopped them."""
+    def _lose_everything(self, stop: bool = True) -> tuple[Release, int | None]:
+        """Stop fetching and drop every partition without commit (fenced, stale, fatal); the
+        release and the id of the `StopFetching` emitted, if any. `stop` is False when a leave
+        already stopped them."""
         self._assignors.abandon()
         release = self._recon.release(lost=True)
-        if stop and release.stop:
-            self._out.append(StopFetching(release.stop))
+        stop_id = self.stop_fetching(release.stop) if stop and release.stop else None
         self._recon.drop_owned()
         self._commits.on_ownership_lost(self._membership(), self._out)
-        return release
+        return release, stop_id
 
     def _join(self) -> None:
         """(Re)join with epoch 0 and the same member id."""
@@ -322,7 +329,7 @@ class MemberCore:
         self._fatal = error
         self._schedule.forget_in_flight()
         leaving = previous in (S.PREPARE_LEAVING, S.LEAVING)
-        release = self._lose_everything(stop=not leaving)
+        release, _stop_id = self._lose_everything(stop=not leaving)
         if not leaving and release.callback:
             self.invoke_callback(CallbackKind.LOST, release.callback)
         self._leave = None
@@ -341,12 +348,15 @@ class MemberCore:
             return
         self._to(S.FENCED)
         self._epoch = 0
-        release = self._lose_everything()
+        release, stop_id = self._lose_everything()
         callback = self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
-        if callback is None:
+        # Rejoin once the application thread stopped fetching (and ran on_partitions_lost, which
+        # it does after the stop): the callback's completion implies the stop's.
+        wait = callback if callback is not None else stop_id
+        if wait is None:
             self._join()
         else:
-            self._fence_callback = callback
+            self._fence_callback = wait
 
     # -- leaving --------------------------------------------------------------------------------
 
@@ -365,31 +375,36 @@ class MemberCore:
         """From an in-group state: PREPARE_LEAVING, then LEAVING (see the module docstring)."""
         self._to(S.PREPARE_LEAVING)
         if reason is LeaveReason.POLL_EXPIRED:
-            release = self._lose_everything()
-            self._stale_callback = (
-                self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
-            )
+            # The leave goes out at once (the application is not polling); the rejoin waits until
+            # the application polls, stopped fetching and ran on_partitions_lost.
+            release, stop_id = self._lose_everything()
+            callback = self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
+            self._stale_callback = callback if callback is not None else stop_id
             self._stale_polled = False
             self._leave = Leave(reason, LeavePhase.SEND, release)
             self._to(S.LEAVING)
             return
         self._assignors.abandon()
         release = self._recon.release(lost=False)
+        leave = Leave(reason, LeavePhase.COMMIT, release, positions=release.positions)
         if release.stop:
-            self._out.append(StopFetching(release.stop))
-        self._leave = Leave(reason, LeavePhase.COMMIT, release)
+            leave.waiting = self.stop_fetching(release.stop)
+        self._leave = leave
         self._advance_leave()
 
-    def commit_before_leaving(self, partitions: tuple[TopicIdPartition, ...]) -> int | None:
+    def commit_before_leaving(
+        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
+    ) -> int | None:
         """Auto-commit before leaving (CLOSE on close, REVOCATION on unsubscribe)."""
-        if not self.config.auto_commit:
+        offsets = _positions_of(partitions, positions)
+        if not self.config.auto_commit or not offsets:
             return None
         return self._commits.commit(
             CommitReason.CLOSE if self._closing else CommitReason.REVOCATION,
             self._now,
             self._membership(),
             self._out,
-            partitions=partitions,
+            offsets=offsets,
             deadline_ms=self._close_deadline if self._closing else None,
         )
 
@@ -422,115 +437,6 @@ class MemberCore:
     def _maybe_rejoin_stale(self) -> None:
         if self._state is S.STALE and self._stale_polled and self._stale_callback is None:
             self._join()
-
-    # -- heartbeats -----------------------------------------------------------------------------
-
-    def _heartbeat_urgent(self) -> bool:
-        state = self._state
-        return state in (S.JOINING, S.ACKNOWLEDGING, S.LEAVING) or (self._urgent and state in IN_GROUP)
-
-    def _maybe_heartbeat(self) -> None:
-        state = self._state
-        schedule = self._schedule
-        if state not in HEARTBEATING or schedule.in_flight is not None:
-            return
-        if state is S.LEAVING:
-            self._send_leave()
-            return
-        due = schedule.due_at(self._heartbeat_urgent())
-        if due is None or self._now < due:
-            return
-        subscription = self._subscription if state in IN_GROUP else self._announced
-        if subscription is None:
-            subscription = self._announced or Subscription()
-        request = self._builder.build(
-            member_id=self._member_id,
-            member_epoch=self._epoch,
-            subscription=subscription,
-            owned=self._recon.owned,
-            client_assignors=self._assignors.announced,
-            version=self._hb_version,
-        )
-        self._announced = subscription
-        request_id = self._ids.next()
-        schedule.sent(request_id, self._now, self._epoch, leave=False)
-        self._assignors.on_heartbeat_sent(request.client_assignors is not None)
-        self._urgent = False
-        self._out.append(SendHeartbeat(request_id, request, self._hb_version))
-        if state is S.ACKNOWLEDGING:
-            self._to(S.RECONCILING)
-            self._progress(self._recon.advance())
-
-    def _send_leave(self) -> None:
-        leave = self._leave
-        assert leave is not None
-        epoch = leave_epoch(leave.reason, self.config.static, self._closing)
-        request = self._builder.build_leave(member_id=self._member_id, member_epoch=epoch)
-        request_id = self._ids.next()
-        self._schedule.sent(request_id, self._now, epoch, leave=True)
-        self._epoch = epoch
-        self._out.append(SendHeartbeat(request_id, request, self._hb_version, leave=True))
-
-    def _on_heartbeat_ok(self, response: ConsumerGroupHeartbeatResponse) -> None:
-        self._schedule.succeeded(response.heartbeat_interval_ms)
-        state = self._state
-        if state is S.LEAVING:
-            return  # the leave heartbeat goes next
-        if self._hb_version < REGEX_VERSION and response.member_id:
-            self._member_id = response.member_id
-        self._epoch = response.member_epoch
-        member = self._membership()
-        self._commits.on_heartbeat_success(member, self._out)
-        should_compute = response.should_compute_assignment and state in IN_GROUP
-        self._assignors.on_heartbeat_success(self._epoch, should_compute, self._out)
-        if state not in IN_GROUP:
-            return
-        assignment = response.assignment
-        if assignment is None and state is not S.JOINING:
-            return
-        partitions = (
-            {} if assignment is None else {tp.topic_id: tp.partitions for tp in assignment.topic_partitions}
-        )
-        meta = response.assignment_metadata
-        metadata = (
-            None
-            if meta is None
-            else AssignmentMetadata(meta.error, meta.metadata_version, meta.metadata_bytes)
-        )
-        self._recon.receive(partitions, metadata, self._epoch)
-        if state is not S.ACKNOWLEDGING:
-            self._reconcile()
-
-    def _on_heartbeat_error(self, code: ErrorCode, message: str | None, epoch_sent: int) -> None:
-        previous = self._state
-        self._builder.reset()
-        self._assignors.on_heartbeat_failed()
-        rule = heartbeat_rule(code, epoch_sent)
-        action = rule.action
-        if action is HeartbeatAction.FENCE:
-            if previous is S.JOINING:
-                self._schedule.failed(self._now)  # fenced again while joining: back off
-            else:
-                self._schedule.failed_no_backoff()
-            self._fence(previous)
-            return
-        self._schedule.failed(self._now)
-        sub = self._subscription or self._announced
-        error = heartbeat_error(
-            code,
-            rule,
-            coordinator_message=message,
-            group=self.config.group_id,
-            instance_id=self.config.instance_id,
-            assignor=self.config.server_assignor,
-            pattern=None if sub is None else sub.pattern,
-        )
-        if action is HeartbeatAction.FATAL:
-            self._fail(error)
-        elif action is HeartbeatAction.FIND_COORDINATOR:
-            self._out.append(FindCoordinator(f"ConsumerGroupHeartbeat failed with {code.name}"))
-        elif action is HeartbeatAction.REPORT:
-            self._out.append(ReportError(error, fatal=False))
 
     def _run_timers(self) -> None:
         now = self._now
@@ -597,42 +503,29 @@ class MemberCore:
     def _on_tick(self, event: Tick) -> None:
         pass  # the timers run after every event
 
-    def _on_heartbeat_response(self, event: HeartbeatResponseReceived) -> None:
-        schedule = self._schedule
-        if event.request_id != schedule.in_flight:
-            return  # late, duplicated, or abandoned
-        response = event.response
-        code = ErrorCode.of(response.error_code)
-        if schedule.in_flight_leave:
-            # Any answer ends the leave (GROUP_ID_NOT_FOUND or UNKNOWN_MEMBER_ID included).
-            if code is ErrorCode.NONE:
-                schedule.succeeded(response.heartbeat_interval_ms)
-            else:
-                schedule.failed(self._now)
-            self._finish_leave()
-        elif code is ErrorCode.NONE:
-            self._on_heartbeat_ok(response)
-        else:
-            self._on_heartbeat_error(code, response.error_message, schedule.in_flight_epoch)
-
-    def _on_heartbeat_failed(self, event: HeartbeatFailed) -> None:
-        schedule = self._schedule
-        if event.request_id != schedule.in_flight:
-            return
-        if schedule.in_flight_leave:
-            schedule.failed(self._now)
-            self._finish_leave()
-            return
-        self._on_heartbeat_error(event.error, event.message, schedule.in_flight_epoch)
-
     def _on_metadata(self, event: MetadataUpdated) -> None:
         self._recon.learn_names(event.topic_names, self._now)
         if self._state is S.RECONCILING and self._recon.step is None:
             self._progress(self._recon.advance())
 
+    def _on_fetching_stopped(self, event: FetchingStopped) -> None:
+        leave = self._leave
+        if leave is not None and leave.waiting == event.stop_id:
+            leave.positions = (*leave.positions, *event.positions)
+        else:
+            progress = self._recon.on_fetching_stopped(event.stop_id, event.positions)
+            if progress is not None:
+                self._last_poll_ms = self._now
+                self._progress(progress)
+                return
+        self._completed(event.stop_id)
+
     def _on_callback_completed(self, event: CallbackCompleted) -> None:
-        self._last_poll_ms = self._now  # callbacks run inside poll/consume/close
-        callback_id = event.callback_id
+        self._completed(event.callback_id)
+
+    def _completed(self, callback_id: int) -> None:
+        """A callback or a stop ran on the application thread."""
+        self._last_poll_ms = self._now  # they run inside poll/consume/close
         leave = self._leave
         if callback_id == self._fence_callback:
             self._fence_callback = None
@@ -716,6 +609,7 @@ _HANDLERS: dict[type[Event], Callable[[MemberCore, Any], None]] = {
     HeartbeatFailed: MemberCore._on_heartbeat_failed,
     MetadataUpdated: MemberCore._on_metadata,
     CallbackCompleted: MemberCore._on_callback_completed,
+    FetchingStopped: MemberCore._on_fetching_stopped,
     CommitRequested: MemberCore._on_commit_requested,
     CommitResult: MemberCore._on_commit_result,
     OffsetFetchResult: MemberCore._on_offset_fetch_result,
@@ -724,3 +618,11 @@ _HANDLERS: dict[type[Event], Callable[[MemberCore, Any], None]] = {
     RequestAssignment: MemberCore._on_request_assignment,
     CoordinatorCapabilities: MemberCore._on_capabilities,
 }
+
+
+def _positions_of(
+    partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
+) -> tuple[PartitionOffset, ...]:
+    """The positions of `partitions` (those without one are not committed)."""
+    wanted = {tp.key for tp in partitions}
+    return tuple(p for p in positions if p.partition.key in wanted)

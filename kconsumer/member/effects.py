@@ -90,10 +90,14 @@ class StopFetching(Effect):
     """Stop fetching these partitions (incremental unassign) and drop their buffered records: from
     now on, no record of them may be handed to the application.
 
-    Keep each partition's position (the offset of the next record the application would get): a
-    following `CommitOffsets` with current positions commits it.
+    The runtime does it on the application thread (inside poll/consume/close, in effect order),
+    reads each partition's position just before (the offset of the next record the application
+    would get) and reports `FetchingStopped(stop_id, positions)`. Until then the core does not
+    commit, call back or acknowledge the revocation: the coordinator must not hand a partition to
+    another member while this one may still return its records.
     """
 
+    stop_id: int
     partitions: tuple[TopicIdPartition, ...]
 
 

@@ -8,7 +8,8 @@ duplicated answer).
 Who sends what:
 
 * the application (through the consumer facade): `Subscribe`, `Unsubscribe`, `Poll`, `Close`,
-  `CommitRequested`, `AssignorMetadataUpdated`, `RequestAssignment`, `CallbackCompleted`;
+  `CommitRequested`, `AssignorMetadataUpdated`, `RequestAssignment`, `CallbackCompleted`,
+  `FetchingStopped`;
 * the runtime's network side: `HeartbeatResponseReceived`, `HeartbeatFailed`, `CommitResult`,
   `OffsetFetchResult`, `MetadataUpdated`, `CoordinatorCapabilities`, `ClientAssignmentResult`;
 * the runtime's clock: `Tick` (when ``next_deadline`` is reached).
@@ -108,6 +109,15 @@ class CallbackCompleted(Event):
 
     callback_id: int
     error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class FetchingStopped(Event):
+    """The application thread stopped fetching the partitions of `StopFetching(stop_id)`;
+    `positions` are their positions at that moment (partitions with no position are left out)."""
+
+    stop_id: int
+    positions: tuple[PartitionOffset, ...] = ()
 
 
 @dataclass(frozen=True)

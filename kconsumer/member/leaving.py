@@ -1,8 +1,9 @@
 """The leave sequence of a member (unsubscribe, close, expired poll timer).
 
-Unsubscribe or close (state PREPARE_LEAVING): the owned partitions were stopped; then
+Unsubscribe or close (state PREPARE_LEAVING): the owned partitions are stopped (`StopFetching`,
+waited for: `FetchingStopped` brings their positions); then
 
-1. the auto-commit of their current positions (REVOCATION for unsubscribe, CLOSE for close), waited for;
+1. the auto-commit of those positions (REVOCATION for unsubscribe, CLOSE for close), waited for;
 2. ``on_partitions_revoked`` for them (``on_partitions_lost`` if the member was fenced meanwhile),
    waited for;
 3. the leave heartbeat (state LEAVING), unless the member was fenced: then it is already out.
@@ -20,15 +21,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..protocol.messages.consumer_group import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
-from .model import CallbackKind, LeaveReason, TopicIdPartition
+from .model import CallbackKind, LeaveReason, PartitionOffset, TopicIdPartition
 from .reconciler import Release
 
 
 class LeaveHost(Protocol):
     """What a leave needs from the core."""
 
-    def commit_before_leaving(self, partitions: tuple[TopicIdPartition, ...]) -> int | None:
-        """Auto-commit the positions of `partitions`; the commit id, or None if none started."""
+    def commit_before_leaving(
+        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
+    ) -> int | None:
+        """Auto-commit the `positions` of `partitions`; the commit id, or None if none started."""
 
     def invoke_callback(self, kind: CallbackKind, partitions: tuple[TopicIdPartition, ...]) -> int | None:
         """Emit `InvokeCallback` if registered; its id, or None."""
@@ -50,7 +53,9 @@ class Leave:
     phase: LeavePhase
     release: Release
     waiting: int | None = None
-    """The commit or callback id it waits for."""
+    """The stop, commit or callback id it waits for."""
+    positions: tuple[PartitionOffset, ...] = ()
+    """Positions of the released partitions, reported when fetching stopped."""
     fenced: bool = False
     """Fenced while preparing: no leave heartbeat, and the partitions are lost rather than revoked."""
 
@@ -60,7 +65,7 @@ class Leave:
             if self.phase is LeavePhase.COMMIT:
                 self.phase = LeavePhase.CALLBACK
                 if self.release.owned and not self.fenced:
-                    self.waiting = host.commit_before_leaving(self.release.owned)
+                    self.waiting = host.commit_before_leaving(self.release.owned, self.positions)
             elif self.phase is LeavePhase.CALLBACK:
                 self.phase = LeavePhase.SEND
                 if self.release.callback:

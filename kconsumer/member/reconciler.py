@@ -12,8 +12,9 @@ One reconciliation is a sequence of *steps*, one at a time, each followed by an 
 when it changed the owned set (the core sends that heartbeat at once):
 
 1. **Revoke** (owned - target), when anything is revoked:
-   `StopFetching` -> auto-commit of their current positions (waits for the result) ->
-   ``on_partitions_revoked`` (waits for it) -> the partitions leave the owned set -> acknowledge.
+   `StopFetching` (waits for `FetchingStopped`, which carries the positions) -> auto-commit of
+   those positions (waits for the result) -> ``on_partitions_revoked`` (waits for it) -> the
+   partitions leave the owned set -> acknowledge.
 2. **Assign** (target - owned), after any revocation was acknowledged:
    ``on_assignment`` of the local assignor (once per epoch, with the AssignmentMetadata) ->
    ``on_partitions_assigned`` -> OffsetFetch of the committed offsets -> `StartFetching` at the
@@ -45,7 +46,7 @@ from typing import Protocol
 
 from ..protocol.uuid import Uuid
 from .backoff import ExponentialBackoff, Retry
-from .effects import Effect, RefreshMetadata, StartFetching, StopFetching
+from .effects import Effect, RefreshMetadata, StartFetching
 from .model import (
     AssignmentMetadata,
     CallbackKind,
@@ -75,8 +76,13 @@ class ReconcileHost(Protocol):
     ) -> int | None:
         """Emit `InvokeCallback` when the application registered `kind`; its id, or None if skipped."""
 
-    def commit_revoked(self, partitions: tuple[TopicIdPartition, ...]) -> int | None:
-        """Auto-commit the current positions of `partitions`; the commit id, or None if none started."""
+    def stop_fetching(self, partitions: tuple[TopicIdPartition, ...]) -> int:
+        """Emit `StopFetching` for `partitions`; the id its `FetchingStopped` will carry."""
+
+    def commit_revoked(
+        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
+    ) -> int | None:
+        """Auto-commit the `positions` of `partitions`; the commit id, or None if none started."""
 
     def fetch_committed(self, partitions: tuple[TopicIdPartition, ...]) -> int:
         """Start an OffsetFetch; returns its fetch id."""
@@ -125,6 +131,9 @@ class Step:
     told: bool = False
     #: REVOKE: on_partitions_revoked was emitted for `partitions`.
     revoke_called: bool = False
+    #: REVOKE: fetching stopped (`FetchingStopped` arrived), with these positions.
+    stopped: bool = False
+    positions: tuple[PartitionOffset, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,8 @@ class Release:
     """Owned (acknowledged) partitions: the ones a leave commits."""
     callback: tuple[TopicIdPartition, ...]
     """The ones the application believes it has and has not yet been told it lost/revoked."""
+    positions: tuple[PartitionOffset, ...] = ()
+    """Positions of partitions an interrupted revoke step had already stopped."""
 
 
 class Reconciler:
@@ -236,8 +247,8 @@ class Reconciler:
             revoked = sort_partitions(tp for key, tp in self._owned.items() if key not in target_keys)
             if revoked:
                 self.step = Step(StepKind.REVOKE, revoked, Phase.COMMIT)
-                self._host.emit(StopFetching(revoked))
-                return self._run()
+                self.step.waiting = self._host.stop_fetching(revoked)
+                return Progress.WAITING
             resolved = self._resolved_target()
             added = sort_partitions(tp for tp in resolved if tp.key not in self._owned)
             # on_assignment sees the whole target and comes before on_partitions_assigned: with
@@ -268,7 +279,7 @@ class Reconciler:
             if step.kind is StepKind.REVOKE:
                 if phase is Phase.COMMIT:
                     step.phase = Phase.CALLBACK
-                    step.waiting = host.commit_revoked(step.partitions)
+                    step.waiting = host.commit_revoked(step.partitions, step.positions)
                 elif phase is Phase.CALLBACK:
                     step.phase = Phase.FINISH
                     step.revoke_called = True
@@ -308,6 +319,15 @@ class Reconciler:
         step.waiting = None
         progress = self._run()
         return self.advance() if progress is Progress.IDLE else progress
+
+    def on_fetching_stopped(self, stop_id: int, positions: tuple[PartitionOffset, ...]) -> Progress | None:
+        """The application thread stopped fetching a revoke step's partitions."""
+        step = self.step
+        if step is None or step.kind is not StepKind.REVOKE or step.waiting != stop_id:
+            return None
+        step.stopped = True
+        step.positions = positions
+        return self._complete(stop_id)
 
     def on_callback_done(self, callback_id: int) -> Progress | None:
         """A callback finished; None if no step waited for it."""
@@ -376,6 +396,9 @@ class Reconciler:
         step = self.step
         revoking = set(step.partitions) if step and step.kind is StepKind.REVOKE else set()
         already_revoked = revoking if (step and step.revoke_called and not lost) else set()
+        # Partitions of a revoke step whose stop is confirmed need no new stop; the others are
+        # stopped again (the runtime reports the position a partition had when it first stopped).
+        stopped = revoking if step and step.stopped else set()
         told = self._abort_step()
         owned = sort_partitions(self._owned.values())
         self._target = None
@@ -383,9 +406,10 @@ class Reconciler:
         self._metadata_retry_at = None
         self._unresolved_asked = frozenset()
         return Release(
-            stop=tuple(tp for tp in owned if tp not in revoking),
+            stop=tuple(tp for tp in owned if tp not in stopped),
             owned=owned,
             callback=sort_partitions([tp for tp in owned if tp not in already_revoked] + list(told)),
+            positions=step.positions if step is not None and step.stopped else (),
         )
 
     def drop_owned(self) -> None:

@@ -13,11 +13,13 @@ from kconsumer.member.effects import (
     FetchCommittedOffsets,
     InvokeCallback,
     SendHeartbeat,
+    StopFetching,
 )
 from kconsumer.member.events import (
     CallbackCompleted,
     CommitResult,
     Event,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatResponseReceived,
     MetadataUpdated,
@@ -45,6 +47,8 @@ TOPIC_IDS: dict[str, Uuid] = {
 }
 NAMES: dict[Uuid, str] = {tid: name for name, tid in TOPIC_IDS.items()}
 MEMBER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+#: The position every stopped partition reports unless a test says otherwise.
+STOP_POSITION = 42
 ALL_CALLBACKS = LISTENER_CALLBACKS
 S = MemberState
 
@@ -207,6 +211,18 @@ class Driver:
                 out += self.send(CallbackCompleted(cb.callback_id, error))
         return out
 
+    def complete_stops(self, positions: Mapping[TopicIdPartition, int] | None = None) -> list[Effect]:
+        """The application thread stops fetching, for every pending StopFetching, in order. Each
+        partition reports position `positions[tp]` (default: STOP_POSITION)."""
+        out: list[Effect] = []
+        for stop in self.pending(StopFetching):
+            self.answered.add(stop.stop_id)
+            reported = tuple(
+                PartitionOffset(p, (positions or {}).get(p, STOP_POSITION)) for p in stop.partitions
+            )
+            out += self.send(FetchingStopped(stop.stop_id, reported))
+        return out
+
     def complete_commits(self, error: ErrorCode = ErrorCode.NONE) -> list[Effect]:
         out: list[Effect] = []
         for c in self.pending(CommitOffsets):
@@ -231,6 +247,7 @@ class Driver:
         """Answer callbacks, commits and fetches until none is pending."""
         while True:
             before = len(self.answered)
+            self.complete_stops()
             self.complete_callbacks()
             self.complete_commits()
             self.complete_fetches()
@@ -259,7 +276,7 @@ class Driver:
 
 
 def _id(effect: Effect) -> int:
-    for name in ("request_id", "callback_id"):
+    for name in ("request_id", "callback_id", "stop_id"):
         value = getattr(effect, name, None)
         if value is not None:
             return int(value)

@@ -31,6 +31,7 @@ from kconsumer.member.events import (
     CallbackCompleted,
     CommitResult,
     Event,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatResponseReceived,
     MetadataUpdated,
@@ -176,6 +177,8 @@ class Runtime:
         elif isinstance(effect, StopFetching):
             for tp in effect.partitions:
                 assert self.fetching.pop(tp.key) == self.name, f"{self.name} stops {tp} it does not fetch"
+            positions = tuple(PartitionOffset(tp, 0) for tp in effect.partitions)
+            self._queue += [Poll(), FetchingStopped(effect.stop_id, positions)]
         elif isinstance(effect, StartFetching):
             for pos in effect.positions:
                 other = self.fetching.get(pos.partition.key)

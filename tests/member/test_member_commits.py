@@ -189,6 +189,7 @@ def test_partitions_revoked_before_a_retry_are_filtered_out_of_it() -> None:
     retry = d.one(CommitOffsets, effects)
     assert retry.partitions == tps(OWNED)  # still owned: its revocation has just started
     d.complete_commits(ErrorCode.STALE_MEMBER_EPOCH)
+    d.complete_stops()
     d.complete_callbacks()  # foo-1 revoked and acknowledged
     d.respond(4)
     retry = d.one(CommitOffsets, d.last)

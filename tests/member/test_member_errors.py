@@ -50,7 +50,7 @@ def test_fenced_loses_everything_then_rejoins_with_the_same_id(code: ErrorCode) 
     effects = d.respond(0, error=code)
     assert d.state is S.FENCED
     assert effects == [
-        StopFetching(tps(OWNED)),
+        StopFetching(d.one(StopFetching, effects).stop_id, tps(OWNED)),
         InvokeCallback(d.pending(InvokeCallback)[0].callback_id, CallbackKind.LOST, tps(OWNED)),
     ]
     assert d.core.member_epoch == 0 and d.core.assignment == ()
@@ -63,13 +63,15 @@ def test_fenced_loses_everything_then_rejoins_with_the_same_id(code: ErrorCode) 
     assert not d.of(CommitOffsets, d.all[-4:])  # lost partitions are never committed
 
 
-def test_fenced_without_a_lost_callback_rejoins_at_once() -> None:
+def test_fenced_without_a_lost_callback_rejoins_once_fetching_stopped() -> None:
     d = Driver()
     d.join(OWNED, callbacks=frozenset())
     d.advance(5_000)
     effects = d.respond(0, error=ErrorCode.FENCED_MEMBER_EPOCH)
-    assert d.kinds(effects) == ["StopFetching", "SendHeartbeat"]
+    assert d.kinds(effects) == ["StopFetching"] and d.state is S.FENCED
+    effects = d.complete_stops()
     assert d.state is S.JOINING and d.one(SendHeartbeat, effects).request.member_epoch == 0
+    assert not d.of(CommitOffsets, effects)  # lost partitions are never committed
 
 
 def test_fenced_again_while_joining_backs_off() -> None:
@@ -117,7 +119,7 @@ def test_fatal_errors(code: ErrorCode, cls: type[KafkaApiError], words: list[str
     assert d.state is S.FATAL
     callback = d.pending(InvokeCallback)[0]
     assert effects == [
-        StopFetching(tps(OWNED)),
+        StopFetching(d.one(StopFetching, effects).stop_id, tps(OWNED)),
         InvokeCallback(callback.callback_id, CallbackKind.LOST, tps(OWNED)),
         ReportError(d.core.fatal_error, fatal=True),  # type: ignore[arg-type]
     ]

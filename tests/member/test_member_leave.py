@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from member_driver import MEMBER_ID, Driver, S, tps
+from member_driver import MEMBER_ID, Driver, S, tp, tps
 
 from kconsumer.errors import ErrorCode
 from kconsumer.member import LeaveReason
@@ -32,9 +32,12 @@ def test_unsubscribe_stops_commits_revokes_then_leaves_with_minus_one() -> None:
     d = _stable(instance_id="inst-1")
     effects = d.send(Unsubscribe())
     assert d.state is S.PREPARE_LEAVING
+    stop = d.one(StopFetching, effects)
+    assert effects == [StopFetching(stop.stop_id, tps(OWNED))]  # the commit waits for the stop
+    effects = d.complete_stops({tp("foo", 0): 7, tp("foo", 1): 9})
     commit = d.one(CommitOffsets, effects)
-    assert effects == [StopFetching(tps(OWNED)), commit]
     assert (commit.reason, commit.partitions, commit.member_epoch) == (CommitReason.REVOCATION, tps(OWNED), 2)
+    assert [o.offset for o in commit.offsets or ()] == [7, 9]  # the positions taken when fetching stopped
     effects = d.complete_commits()
     assert d.kinds(effects) == ["CommitFinished", "InvokeCallback:REVOKED"]
     effects = d.complete_callbacks()
@@ -52,7 +55,7 @@ def test_unsubscribe_stops_commits_revokes_then_leaves_with_minus_one() -> None:
 def test_static_member_close_leaves_with_minus_two_and_then_ignores_everything() -> None:
     d = _stable(instance_id="inst-1")
     d.send(Close())
-    assert d.one(CommitOffsets).reason is CommitReason.CLOSE
+    assert d.one(CommitOffsets, d.complete_stops()).reason is CommitReason.CLOSE
     d.settle()
     leave = d.in_flight()
     assert leave.request.member_epoch == -2 and leave.request.instance_id == "inst-1"
@@ -126,7 +129,8 @@ def test_fenced_while_preparing_to_leave_skips_the_leave_heartbeat() -> None:
     d = _stable()
     d.advance(5_000)
     d.in_flight()
-    d.send(Unsubscribe())  # the commit of the leave waits
+    d.send(Unsubscribe())
+    d.complete_stops()  # the commit of the leave waits
     d.respond(0, error=ErrorCode.FENCED_MEMBER_EPOCH)
     assert d.state is S.PREPARE_LEAVING
     effects = d.complete_commits(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -150,6 +154,7 @@ def test_unsubscribe_while_fenced_is_done_at_once() -> None:
 def test_close_commit_gives_up_at_the_close_deadline() -> None:
     d = _stable()
     d.send(Close(deadline_ms=d.now + 250))
+    d.complete_stops()
     d.complete_commits(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     d.advance(100)
     d.complete_commits(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)  # next retry at +200: past the deadline
@@ -244,12 +249,13 @@ def test_expiry_with_a_heartbeat_in_flight_waits_for_it() -> None:
 def test_unsubscribe_during_a_revocation_does_not_revoke_twice() -> None:
     d = _stable(auto_commit=False)
     d.advance(5_000)
-    effects = d.respond(2, {"foo": [0]})  # on_partitions_revoked([foo-1]) is pending
+    d.respond(2, {"foo": [0]})
+    effects = d.complete_stops()  # on_partitions_revoked([foo-1]) is pending
     assert d.one(InvokeCallback, effects).partitions == tps({"foo": [1]})
     effects = d.send(Unsubscribe())
     assert d.state is S.PREPARE_LEAVING
     assert d.one(StopFetching, effects).partitions == tps({"foo": [0]})  # foo-1 is already stopped
-    revoke = d.of(InvokeCallback, effects)
+    revoke = d.of(InvokeCallback, d.complete_stops())
     assert [(cb.kind, cb.partitions) for cb in revoke] == [(CallbackKind.REVOKED, tps({"foo": [0]}))]
 
 

@@ -16,7 +16,13 @@ from kconsumer.member.effects import (
     StartFetching,
     StopFetching,
 )
-from kconsumer.member.events import CallbackCompleted, MetadataUpdated, OffsetFetchResult, Subscribe
+from kconsumer.member.events import (
+    CallbackCompleted,
+    MetadataUpdated,
+    OffsetFetchResult,
+    Subscribe,
+    Unsubscribe,
+)
 from kconsumer.member.model import AssignmentMetadata, CallbackKind, CommitReason
 from kconsumer.protocol.messages.consumer_group import TopicPartitions
 
@@ -34,9 +40,12 @@ def test_revocation_order_stop_commit_callback_then_ack() -> None:
     d.advance(5_000)
     effects = d.respond(2, {"foo": [0, 1]})
     assert d.state is S.RECONCILING
+    stop = d.one(StopFetching, effects)
+    assert effects == [StopFetching(stop.stop_id, (tp("foo", 2),))]  # nothing else until it stopped
+    effects = d.complete_stops({tp("foo", 2): 17})
     commit = d.one(CommitOffsets, effects)
-    assert effects == [StopFetching((tp("foo", 2),)), commit]
-    assert commit.partitions == (tp("foo", 2),) and commit.offsets is None  # current positions
+    assert commit.partitions == (tp("foo", 2),)
+    assert commit.offsets == (PartitionOffset(tp("foo", 2), 17),)  # the position when it stopped
     assert (commit.reason, commit.member_id, commit.member_epoch) == (CommitReason.REVOCATION, MEMBER_ID, 2)
 
     effects = d.complete_commits()
@@ -60,12 +69,18 @@ def test_revoke_is_acknowledged_before_anything_is_assigned() -> None:
     d.advance(5_000)
     d.respond(2, {"foo": [1], "bar": [0]})
     log: list[Effect] = []
-    while d.pending(CommitOffsets) or d.pending(InvokeCallback) or d.pending(FetchCommittedOffsets):
-        log += d.complete_commits() + d.complete_callbacks() + d.complete_fetches()
+    while (
+        d.pending(StopFetching)
+        or d.pending(CommitOffsets)
+        or d.pending(InvokeCallback)
+        or d.pending(FetchCommittedOffsets)
+    ):
+        log += d.complete_stops() + d.complete_commits() + d.complete_callbacks() + d.complete_fetches()
         if d.pending(SendHeartbeat):
             log += d.respond(3)
     kinds = [k for k in d.kinds(log) if k != "CommitFinished"]
     assert kinds == [
+        "CommitOffsets",  # of foo-0, at the position reported when fetching stopped
         "InvokeCallback:REVOKED",
         "SendHeartbeat",  # ack of the revocation: owned = {foo-1}
         "InvokeCallback:ASSIGNED",
@@ -150,8 +165,8 @@ def test_a_new_target_during_a_step_is_handled_after_it() -> None:
     d = Driver(auto_commit=False)
     d.join({"foo": [0, 1]})
     d.advance(5_000)
-    effects = d.respond(2, {"foo": [0]})  # revoke foo-1
-    revoke = d.one(InvokeCallback, effects)
+    d.respond(2, {"foo": [0]})  # revoke foo-1
+    revoke = d.one(InvokeCallback, d.complete_stops())
     d.advance(5_000)
     d.respond(3, {"foo": [0, 1]})  # foo-1 back while its revocation runs
     assert d.state is S.RECONCILING
@@ -200,6 +215,8 @@ def test_without_a_listener_nothing_waits_for_the_application() -> None:
     d.join({"foo": [0, 1]}, callbacks=frozenset())
     d.advance(5_000)
     effects = d.respond(2, {"foo": [0]})
+    assert d.kinds(effects) == ["StopFetching"]  # only the fetch path is waited for
+    effects += d.complete_stops()
     effects += d.complete_commits()
     assert not d.of(InvokeCallback, d.all)
     assert _owned(d.one(SendHeartbeat, effects).request.topic_partitions) == {"foo": [0]}
@@ -223,7 +240,8 @@ def test_no_revocation_commit_without_auto_commit() -> None:
     d.join({"foo": [0, 1]})
     d.advance(5_000)
     effects = d.respond(2, {"foo": [0]})
-    assert d.kinds(effects) == ["StopFetching", "InvokeCallback:REVOKED"]
+    assert d.kinds(effects) == ["StopFetching"]
+    assert d.kinds(d.complete_stops()) == ["InvokeCallback:REVOKED"]
 
 
 def test_a_failed_revocation_commit_does_not_block_the_revocation() -> None:
@@ -231,6 +249,7 @@ def test_a_failed_revocation_commit_does_not_block_the_revocation() -> None:
     d.join({"foo": [0, 1]})
     d.advance(5_000)
     d.respond(2, {"foo": [0]})
+    d.complete_stops()
     effects = d.complete_commits(ErrorCode.OFFSET_METADATA_TOO_LARGE)
     assert d.kinds(effects) == ["CommitFinished", "InvokeCallback:REVOKED"]
 
@@ -276,3 +295,34 @@ def test_lost_partitions_include_those_being_assigned() -> None:
     assert lost.kind is CallbackKind.LOST and lost.partitions == tps({"foo": [0, 1]})
     assert d.one(StopFetching, effects).partitions == (tp("foo", 0),)  # foo-1 was never fetched
     assert not d.of(StartFetching, d.complete_fetches())  # the late offsets are ignored
+
+
+def test_no_acknowledgement_before_the_application_stopped_fetching() -> None:
+    """Without auto-commit and without a listener, the revocation still waits for the fetch path:
+    the coordinator must not give the partition to another member while this one may still hand
+    its records to the application."""
+    d = Driver(auto_commit=False)
+    d.join({"foo": [0, 1]}, callbacks=frozenset())
+    d.advance(5_000)
+    effects = d.respond(2, {"foo": [0]})
+    assert d.kinds(effects) == ["StopFetching"]
+    for _ in range(5):  # heartbeats go on, but none acknowledges the revocation
+        d.advance(5_000)
+        assert _owned(d.in_flight().request.topic_partitions or []) in ({}, {"foo": [0, 1]})
+        d.respond(2)
+    assert d.core.assignment == tps({"foo": [0, 1]})
+    ack = d.one(SendHeartbeat, d.complete_stops()).request
+    assert _owned(ack.topic_partitions) == {"foo": [0]}
+
+
+def test_leave_during_an_unconfirmed_revocation_stops_again_and_commits_its_positions() -> None:
+    d = Driver()
+    d.join({"foo": [0, 1]})
+    d.advance(5_000)
+    d.respond(2, {"foo": [0]})  # foo-1's stop is not confirmed yet
+    stop = d.one(StopFetching, d.send(Unsubscribe()))
+    assert stop.partitions == tps({"foo": [0, 1]})  # foo-1 stopped again: its position comes back
+    effects = d.complete_stops({tp("foo", 0): 5, tp("foo", 1): 8})
+    effects += d.complete_stops()
+    commit = d.one(CommitOffsets, effects)
+    assert {(o.partition.partition, o.offset) for o in commit.offsets or ()} == {(0, 5), (1, 8)}

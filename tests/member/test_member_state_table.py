@@ -12,7 +12,13 @@ from member_driver import ALL_CALLBACKS, Driver, S
 from kconsumer.errors import ErrorCode
 from kconsumer.member import ClientAssignor, MemberState
 from kconsumer.member import core as core_module
-from kconsumer.member.effects import CommitOffsets, FetchCommittedOffsets, InvokeCallback, SendHeartbeat
+from kconsumer.member.effects import (
+    CommitOffsets,
+    FetchCommittedOffsets,
+    InvokeCallback,
+    SendHeartbeat,
+    StopFetching,
+)
 from kconsumer.member.events import (
     AssignorMetadataUpdated,
     CallbackCompleted,
@@ -120,7 +126,7 @@ def _fenced() -> Driver:
 def _prepare_leaving() -> Driver:
     d = _stable()
     d.send(Unsubscribe())
-    assert d.pending(CommitOffsets)
+    assert d.pending(StopFetching)
     return d
 
 
