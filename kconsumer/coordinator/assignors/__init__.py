@@ -7,6 +7,8 @@ added with `register_assignor`), or ``"package.module:Class"``: an importable cl
 assignor by its ``name``; `resolve_assignors` turns the configured entries into instances.
 
 Every assignor here is pure and deterministic: the result depends only on the `GroupSpec`.
+`validate_assignment` checks any assignor's result against the `ServerAssignor.assign` contract
+(useful for custom ones).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..assignor_api import ServerAssignor
 from .range_assignor import RangeAssignor
 from .uniform import UniformAssignor
 from .uniform_heterogeneous import MAX_ITERATION_COUNT
+from .validation import validate_assignment
 
 __all__ = [
     "ASSIGNORS",
@@ -33,6 +36,7 @@ __all__ = [
     "register_assignor",
     "resolve_assignors",
     "unregister_assignor",
+    "validate_assignment",
 ]
 
 #: Kafka's default ``group.consumer.assignors``: the first entry is the default assignor.

@@ -76,8 +76,10 @@ class HeterogeneousBuilder:
         self._member_ids = member_ids
         self._members = members
         self._sizes = [0] * len(members)
-        #: The number of balancing sweeps the last `build` ran (for tests).
+        #: The number of balancing sweeps `build` ran, and whether they ended because a whole sweep
+        #: moved nothing (rather than at `MAX_ITERATION_COUNT`). For tests and diagnostics.
         self.sweeps = 0
+        self.converged = True
 
         # Members with identical subscriptions form a class; topics map to the classes subscribing.
         class_index: dict[frozenset[Uuid], int] = {}
@@ -216,11 +218,15 @@ class HeterogeneousBuilder:
         """Sweep the topics (each with 2+ subscribers) until a whole sweep moves nothing."""
         last_moved = -1
         self.sweeps = 0
+        self.converged = not topics
+        if not topics:
+            return
         for _ in range(MAX_ITERATION_COUNT):
             self.sweeps += 1
             for index, topic_id in enumerate(topics):
                 if index == last_moved:
-                    return  # a whole sweep since the last move: balanced
+                    self.converged = True  # a whole sweep since the last move
+                    return
                 if self._balance_topic(topic_id) or last_moved == -1:
                     last_moved = index
 
@@ -232,8 +238,17 @@ class HeterogeneousBuilder:
             return 0
         self._write_sizes(group)
         sizes = self._sizes
-        givers = [(-sizes[i], -i) for i in group.members if self._view(i).get(topic_id)]
-        takers = [(sizes[i], i) for i in group.members]
+        # Loads only converge, so a giver starts at least two above the lowest load and a taker
+        # at least two below the highest: the members in between never take part.
+        low, high = levels[0][0], levels[-1][0]
+        givers = [
+            (-load, -i)
+            for load, members in levels
+            if load >= low + 2
+            for i in members
+            if self._view(i).get(topic_id)
+        ]
+        takers = [(load, i) for load, members in levels if load <= high - 2 for i in members]
         heapq.heapify(givers)
         heapq.heapify(takers)
         changed: set[int] = set()
