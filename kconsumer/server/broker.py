@@ -87,6 +87,8 @@ class ClientSession:
     client_host: str
     #: The coordinator incarnation this connection last sent a group request to (None: never).
     coordinator_generation: int | None = None
+    #: Whether the client has gone (closed its side): a long-polling fetch then stops waiting.
+    gone: Callable[[], bool] = lambda: False
 
 
 class Broker:
@@ -122,7 +124,9 @@ class Broker:
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
         }
-        self._async: dict[int, Callable[[Message, int], Awaitable[Message]]] = {ApiKey.FETCH: self._fetch}
+        self._async: dict[int, Callable[[ClientSession, Message, int], Awaitable[Message]]] = {
+            ApiKey.FETCH: self._fetch
+        }
 
     def now_ms(self) -> int:
         """The coordinator's clock: the event loop's monotonic time, in milliseconds."""
@@ -154,7 +158,7 @@ class Broker:
             if sync is not None:
                 response = sync(request, version)
             else:
-                response = await self._async[key](request, version)
+                response = await self._async[key](session, request, version)
         if self.faults:
             delay_ms = self.faults.take_delay_ms(key)
             if delay_ms:
@@ -195,9 +199,9 @@ class Broker:
         assert isinstance(request, ProduceRequest)
         return handle_produce(self.topics, request, version, verify_crc=self.config.verify_crc)
 
-    async def _fetch(self, request: Message, version: int) -> Message:
+    async def _fetch(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, FetchRequest)
-        return await handle_fetch(self.topics, request, version)
+        return await handle_fetch(self.topics, request, version, session.gone)
 
     def _list_offsets(self, request: Message, version: int) -> Message:
         assert isinstance(request, ListOffsetsRequest)

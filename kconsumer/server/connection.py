@@ -8,7 +8,8 @@ other. What cannot be answered closes this connection only, with a log line sayi
 * an unknown API key, or a version we do not implement (except ApiVersions: KIP-511 has the
   broker answer UNSUPPORTED_VERSION with its own ApiVersions range, in a v0 response, so the
   client can retry lower on the same connection);
-* a body that does not decode (the `ProtocolError` names API, version and field).
+* a body that does not decode (the `ProtocolError` names API, version and field). Bytes after
+  a complete body are ignored, as Kafka ignores them (librdkafka sends some).
 
 An exception inside a handler is logged and answered UNKNOWN_SERVER_ERROR; if even that response
 cannot be built or encoded, the connection is closed. The server itself keeps running.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 from ..errors import ErrorCode, ProtocolError
-from ..protocol.api import API_SPECS, ApiKey
+from ..protocol.api import API_SPECS, ApiKey, ApiSpec
 from ..protocol.headers import (
     RequestHeader,
     decode_request_header,
@@ -38,6 +40,8 @@ from .fetch_encoding import Buffer, encode_fetch_response
 logger = logging.getLogger("kconsumer.server")
 
 _INT32 = 4
+#: How the codec reports bytes left after a message body.
+_TRAILING = re.compile(r"(\d+) unexpected trailing bytes")
 
 
 class Connection:
@@ -57,7 +61,7 @@ class Connection:
         peer = writer.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
         self.peer = f"{host}:{peer[1]}" if isinstance(peer, tuple) and len(peer) > 1 else host
-        self.session = ClientSession(client_host=f"/{host}")
+        self.session = ClientSession(client_host=f"/{host}", gone=self._gone)
         self.client_id: str | None = None
 
     async def serve(self) -> None:
@@ -83,6 +87,10 @@ class Connection:
             logger.debug("connection %s lost: %s", self.peer, exc)
         finally:
             self.close()
+
+    def _gone(self) -> bool:
+        """Whether the client closed the connection (no pipelined request left to read either)."""
+        return self.reader.at_eof() or self.writer.transport.is_closing()
 
     def close(self, abort: bool = False) -> None:
         """Close the connection (`abort`: at once, dropping unsent data)."""
@@ -122,7 +130,7 @@ class Connection:
             )
         if spec.is_flexible(version):
             skip_tagged_fields(reader, "RequestHeader")
-        request = spec.request.decode(reader, version)
+        request = self._decode_body(spec, payload, reader, version)
         try:
             response = await self.broker.handle(self.session, header, request)
         except Exception:
@@ -154,6 +162,27 @@ class Connection:
             except Exception:
                 logger.exception("could not even answer UNKNOWN_SERVER_ERROR; closing %s", self.peer)
                 return False
+
+    def _decode_body(self, spec: ApiSpec, payload: bytes, reader: Reader, version: int) -> Message:
+        """The request body. Bytes after it are ignored, as Kafka ignores them: librdkafka's
+        Metadata v9+ request for all topics carries three (an unfinalized array count)."""
+        start = reader.tell()
+        try:
+            return spec.request.decode(reader, version)
+        except ProtocolError as exc:
+            trailing = _TRAILING.fullmatch(exc.reason) if exc.field is None else None
+            if trailing is None:
+                raise
+            count = int(trailing.group(1))
+            logger.debug(
+                "%s v%d from %s (client %s): ignoring %d trailing bytes",
+                spec.name,
+                version,
+                self.peer,
+                self.client_id,
+                count,
+            )
+            return spec.request.decode(payload[start : len(payload) - count], version)
 
     async def _send(self, response: Message, version: int, header: RequestHeader) -> bool:
         spec = API_SPECS[response.API_KEY]

@@ -12,6 +12,7 @@ clients accept and keep sending full fetches.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from ..errors import ErrorCode
 from ..protocol.messages.fetch import (
@@ -49,8 +50,15 @@ def leader_epoch_error(current_leader_epoch: int) -> int:
     return ErrorCode.FENCED_LEADER_EPOCH
 
 
-async def handle_fetch(topics: Topics, request: FetchRequest, version: int) -> FetchResponse:
-    """Answer a Fetch, waiting for data when there is less than MinBytes (long poll)."""
+#: How often a long-polling fetch checks that its client is still connected.
+GONE_CHECK_S = 1.0
+
+
+async def handle_fetch(
+    topics: Topics, request: FetchRequest, version: int, gone: Callable[[], bool] = lambda: False
+) -> FetchResponse:
+    """Answer a Fetch, waiting for data when there is less than MinBytes (long poll). `gone` tells
+    whether the client has disconnected meanwhile: the wait then ends early (nobody would read it)."""
     if request.session_id != 0 or request.session_epoch > 0:
         # No sessions are kept: an incremental fetch names a session we never created.
         code = (
@@ -76,12 +84,12 @@ async def handle_fetch(topics: Topics, request: FetchRequest, version: int) -> F
     try:
         while True:
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if remaining <= 0 or gone():
                 break
             try:
-                await asyncio.wait_for(asyncio.shield(woken), remaining)
+                await asyncio.wait_for(asyncio.shield(woken), min(remaining, GONE_CHECK_S))
             except asyncio.TimeoutError:
-                break
+                continue
             response, total, failed = read_fetch(topics, request, version)
             if total >= request.min_bytes or failed:
                 return response

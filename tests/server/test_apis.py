@@ -559,3 +559,22 @@ def test_list_offsets(cluster: ReferenceCluster, connect: Connect) -> None:
         ]
     )
     assert client.call(unknown, ListOffsetsResponse, 5).topics[0].partitions[0].error_code == 3
+
+
+def test_trailing_request_bytes_are_ignored_like_kafka(cluster: ReferenceCluster, connect: Connect) -> None:
+    """librdkafka's Metadata v9+ request for all topics leaves a 4-byte array count placeholder in
+    place of the 1-byte compact count: Kafka reads the padding as the next fields and ignores the
+    3 bytes left over. So do we."""
+    cluster.create_topic("t", 1)
+    client = connect()
+    body = b"\x00\x00\x00\x00" + b"\x01\x00" + b"\x00"  # null topics (+3 zero bytes), flags, tags
+    header = (
+        (3).to_bytes(2, "big") + (12).to_bytes(2, "big") + (99).to_bytes(4, "big") + b"\xff\xff" + b"\x00"
+    )
+    sock = client._socket()
+    sock.sendall(len(header + body).to_bytes(4, "big") + header + body)
+    deadline = time.monotonic() + 5
+    size = int.from_bytes(client._read_exactly(4, deadline, "raw"), "big")
+    payload = client._read_exactly(size, deadline, "raw")
+    response = MetadataResponse.decode(payload[5:], 12)  # correlation id + empty header tags
+    assert [t.name for t in response.topics] == ["t"]

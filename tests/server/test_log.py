@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kconsumer.coordinator import MetadataImage
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol import records as rb
 from kconsumer.protocol.uuid import Uuid
@@ -128,7 +129,7 @@ def test_magic_crc_and_count_are_checked() -> None:
 
 
 def test_topics_publish_an_image_per_change() -> None:
-    images = []
+    images: list[MetadataImage] = []
     counter = iter(range(1, 100))
     topics = Topics(lambda: Uuid.from_int(next(counter)), on_change=images.append)
     a = topics.create("a", 2)

@@ -1,0 +1,154 @@
+"""``python -m kconsumer serve`` as a separate process: usable by clients, clean exit on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import confluent_kafka as ck
+import pytest
+
+from kconsumer.cli import build_parser, main
+from kconsumer.server.serve import config_from
+
+
+def _start(log: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``kconsumer serve`` on a free port (its log goes to the file `log`); returns it and
+    its bootstrap address."""
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kconsumer", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        process.kill()
+        process.communicate(timeout=10)
+        raise AssertionError(f"kconsumer serve did not start: {line!r}\n{log.read_text()}")
+    return process, line.removeprefix("listening on ")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
+    log = tmp_path / "serve.log"
+    process, bootstrap = _start(
+        log,
+        "--topic",
+        "events:3",
+        "--topic",
+        "other",
+        "--heartbeat-interval-ms",
+        "200",
+        "--session-timeout-ms",
+        "3000",
+    )
+    try:
+        yield process, bootstrap, log
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+
+
+def test_serve_runs_a_usable_cluster_and_exits_cleanly_on_sigterm(
+    served: tuple[subprocess.Popen[str], str, Path],
+) -> None:
+    process, bootstrap, log = served
+    producer = ck.Producer({"bootstrap.servers": bootstrap})
+    for i in range(300):
+        producer.produce("events", value=b"%d" % i, partition=i % 3)
+    assert producer.flush(10) == 0
+    metadata = producer.list_topics(timeout=10)
+    assert {name: len(t.partitions) for name, t in metadata.topics.items()} == {"events": 3, "other": 1}
+
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "serve-test",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
+    consumer.subscribe(["events"])
+    values: set[int] = set()
+    deadline = time.monotonic() + 20
+    try:
+        while len(values) < 300 and time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                values.add(int(message.value() or b"-1"))
+    finally:
+        consumer.close()
+    assert values == set(range(300))
+
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=15)
+    err = log.read_text()
+    assert process.returncode == 0, err
+    assert "member" in err and "joined" in err and "left the group" in err  # group events are logged
+    assert "stopped" in err
+
+
+def test_serve_exits_zero_on_sigint(tmp_path: Path) -> None:
+    process, _bootstrap = _start(tmp_path / "serve.log")
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=15)
+    assert process.returncode == 0, (tmp_path / "serve.log").read_text()
+
+
+def test_serve_options() -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--port",
+            "19092",
+            "--topic",
+            "a:4",
+            "--assignors",
+            "range,uniform",
+            "--session-timeout-ms",
+            "6000",
+            "--heartbeat-interval-ms",
+            "500",
+            "--assignment-interval-ms",
+            "0",
+            "--auto-create-topics",
+            "--max-group-size",
+            "7",
+            "--retention-bytes",
+            "1000000",
+        ]
+    )
+    assert args.topics == [("a", 4)]
+    config = config_from(args)
+    assert (config.port, config.auto_create_topics, config.retention_bytes) == (19092, True, 1_000_000)
+    coordinator = config.coordinator
+    assert coordinator.assignors == ("range", "uniform")
+    assert (coordinator.session_timeout_ms, coordinator.heartbeat_interval_ms) == (6000, 500)
+    assert (coordinator.assignment_interval_ms, coordinator.max_group_size) == (0, 7)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--assignors", "nope"],
+        ["serve", "--heartbeat-interval-ms", "9000", "--session-timeout-ms", "3000"],
+        ["serve", "--topic", "bad name:2"],
+    ],
+)
+def test_serve_rejects_bad_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "kconsumer serve:" in capsys.readouterr().err
+
+
+def test_main_without_a_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "serve" in capsys.readouterr().err
