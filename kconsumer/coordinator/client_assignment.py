@@ -94,7 +94,11 @@ def _choosable_members(group: ConsumerGroup, name: str) -> list[str]:
 def request_client_assignment(ctx: Context, group: ConsumerGroup, assignor: str) -> None:
     """Make sure some member is asked to compute the assignment for the current group epoch."""
     run = ctx.client_runs.get(group.group_id)
-    if run is not None and run.assignor == assignor and run.chosen_member in group.members:
+    if (
+        run is not None
+        and run.assignor == assignor
+        and run.chosen_member in _choosable_members(group, assignor)  # it can still read everyone's metadata
+    ):
         run.requested_epoch = max(run.requested_epoch, group.group_epoch)
         return
     _choose(ctx, group, assignor, tried=set())

@@ -216,11 +216,7 @@ def _heartbeat(
     if subscription_changed:
         _resolve_new_regex(ctx, group, new_metadata.subscribed_topic_regex)
         drop_unused_regexes(ctx, group)
-    bump = (
-        subscription_changed
-        or _assignor_metadata_changed(old_metadata, new_metadata)
-        or (new_metadata.client_assignors != old_metadata.client_assignors)
-    )
+    bump = subscription_changed or _assignor_metadata_changed(old_metadata, new_metadata)
     if bump or replaced is not None:
         new_hash = ctx.image.topics_hash(group.subscribed_topic_names())
         if bump or new_hash != group.metadata_hash:
@@ -359,7 +355,15 @@ def _updated_metadata(
 
 
 def _assignor_metadata_changed(old: MemberMetadata, new: MemberMetadata) -> bool:
-    """EXTENSIONS.md §3.3: a Reason turning non-zero, or new metadata, asks for a new assignment."""
+    """EXTENSIONS.md §3.3: a Reason turning non-zero, or new metadata, asks for a new assignment;
+    so does a change of the assignors themselves (names, order, versions), which may change the
+    selection. A Reason going back to zero does not."""
+
+    def without_reason(metadata: MemberMetadata) -> list[tuple[object, ...]]:
+        return [dataclasses.astuple(dataclasses.replace(a, reason=0)) for a in metadata.client_assignors]
+
+    if without_reason(old) != without_reason(new):
+        return True
     for spec in new.client_assignors:
         before = old.client_assignor(spec.name)
         if before is None:
