@@ -91,10 +91,10 @@ def _assignment(ctx: Context, items: Iterable[tuple[Uuid, Iterable[int]]]) -> De
         if not partitions:
             continue
         meta = ctx.image.topics_by_id.get(topic_id)
+        if meta is None:
+            continue  # a deleted topic is left out, as Kafka does (it has no name to show)
         topic_partitions.append(
-            DescribedTopicPartitions(
-                topic_id=topic_id, topic_name=meta.name if meta else "", partitions=partitions
-            )
+            DescribedTopicPartitions(topic_id=topic_id, topic_name=meta.name, partitions=partitions)
         )
     return DescribedAssignment(topic_partitions=topic_partitions)
 

@@ -150,6 +150,27 @@ def test_describe_a_group(d: Any) -> None:
     assert ids == {"bar": d.topic_id("bar"), "foo": d.topic_id("foo")}
 
 
+def test_describe_leaves_deleted_topics_out(d: Any) -> None:
+    d.create_topic("bar", 2)
+    d.join("A", topics=["foo", "bar"])
+    bar = d.topic_id("bar")
+    d.delete_topic("bar")
+    from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest, TopicPartitions
+
+    owned = [
+        TopicPartitions(topic_id=d.topic_id("foo"), partitions=[0, 1, 2, 3]),
+        TopicPartitions(topic_id=bar, partitions=[0, 1]),
+    ]
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="A", member_epoch=2, topic_partitions=owned
+    )
+    assert d.coordinator.heartbeat(request, 1, d.now).response.error_code == 0
+    assert bar in d.member("A").current.pending_revocation  # A still holds bar's partitions
+    [member] = describe(d, "g")[0].members
+    assert [tp.topic_name for tp in member.assignment.topic_partitions] == ["foo"]
+    assert [tp.topic_name for tp in member.target_assignment.topic_partitions] == ["foo"]
+
+
 def test_describe_default_assignor_name(d: Any) -> None:
     d.join("A")
     assert describe(d, "g")[0].assignor_name == "uniform"
