@@ -100,7 +100,7 @@ def _is_null(value: object) -> bool:
 
 def _java_length(text: str) -> int:
     """Kafka compares ``String.length()``, in UTF-16 code units, to ``offset.metadata.max.bytes``."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _validate_commit(
