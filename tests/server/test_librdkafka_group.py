@@ -242,3 +242,34 @@ def _check_client_side_exclusivity(members: list[Member]) -> None:
         intervals.sort()
         for (_s1, e1, a), (s2, _e2, b) in itertools.pairwise(intervals):
             assert a == b or e1 <= s2, f"partition {partition}: {a} until {e1:.3f} overlaps {b} from {s2:.3f}"
+
+
+def test_librdkafka_consumers_ride_out_failover_and_dropped_connections() -> None:
+    with ReferenceCluster(
+        heartbeat_interval_ms=100, session_timeout_ms=5000, assignment_interval_ms=0
+    ) as cluster:
+        cluster.create_topic(TOPIC, PARTITIONS)
+        members = [Member("f1", cluster.bootstrap_servers), Member("f2", cluster.bootstrap_servers)]
+        try:
+            stable = wait_for(lambda: balanced(cluster, 2), what="two members sharing the partitions")
+            wait_for(lambda: clients_hold(members, PARTITIONS), what="the clients to hold every partition")
+
+            def consumed_everything() -> bool:
+                ends = [end for _start, end in cluster.watermarks(TOPIC)]
+                seen = {(p, o) for m in members for p, o, _at in list(m.records)}
+                return all((p, o) in seen for p in range(PARTITIONS) for o in range(ends[p]))
+
+            cluster.fail_over_coordinator()
+            cluster.produce(TOPIC, [b"after-failover-%d" % i for i in range(PARTITIONS * 5)])
+            wait_for(consumed_everything, what="records produced after the failover to be consumed")
+            cluster.drop_connections()
+            cluster.produce(TOPIC, [b"after-drop-%d" % i for i in range(PARTITIONS * 5)])
+            wait_for(consumed_everything, what="records produced after dropping connections to be consumed")
+            ends = {(TOPIC, p): end for p, (_start, end) in enumerate(cluster.watermarks(TOPIC))}
+            wait_for(lambda: cluster.committed(GROUP) == ends, what="commits through the new coordinator")
+            after = cluster.describe_group(GROUP)
+            assert after is not None and set(after.members) == set(stable.members)  # nobody was fenced
+        finally:
+            for member in members:
+                member.stop()
+        assert not [e for m in members for e in m.errors], [m.errors for m in members]
