@@ -106,7 +106,11 @@ def _metadata(request: Message, version: int, code: int, message: str | None) ->
     assert isinstance(request, metadata.MetadataRequest)
     return metadata.MetadataResponse(
         topics=[
-            metadata.MetadataResponseTopic(error_code=code, name=topic.name, topic_id=topic.topic_id)
+            metadata.MetadataResponseTopic(
+                error_code=code,
+                name=topic.name if topic.name is not None or version >= 12 else "",
+                topic_id=topic.topic_id,
+            )
             for topic in request.topics or ()
         ],
         error_code=code,
