@@ -1,5 +1,42 @@
-"""kconsumer: a Kafka consumer for the KIP-848 consumer group protocol."""
+"""kconsumer: a Kafka consumer for the KIP-848 consumer group protocol (``group.protocol=consumer``).
+
+::
+
+    from kconsumer import Consumer
+
+    consumer = Consumer({"bootstrap.servers": "localhost:9092", "group.id": "orders"})
+    consumer.subscribe(["orders"])
+    while True:
+        message = consumer.poll(1.0)
+        ...
+
+It has confluent-kafka's API: `TopicPartition`, `Message`, `KafkaException` and `KafkaError` are
+confluent-kafka's own types.
+"""
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from .consumer import Consumer
+from .errors import ConfigError, KConsumerError, ProtocolError
+from .listener import ConsumerRebalanceListener
+from .patterns import InvalidPatternError
+from .subscription import SubscriptionPattern
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Consumer",
+    "ConsumerRebalanceListener",
+    "InvalidPatternError",
+    "KConsumerError",
+    "KafkaError",
+    "KafkaException",
+    "Message",
+    "ProtocolError",
+    "SubscriptionPattern",
+    "TopicPartition",
+    "__version__",
+]

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 from confluent_kafka import Consumer as _RdKafkaConsumer
-from confluent_kafka import Message, TopicPartition
 
 #: librdkafka's logical offsets for "no committed offset: apply auto.offset.reset".
 RESET_EARLIEST = OFFSET_BEGINNING
@@ -28,37 +27,16 @@ _FORCED = {
     "enable.auto.offset.store": False,
 }
 
-_AUTO_OFFSET_RESET = {
-    "earliest": "earliest",
-    "smallest": "earliest",
-    "beginning": "earliest",
-    "latest": "latest",
-    "largest": "latest",
-    "end": "latest",
-    "none": "error",
-}
-
 
 class Fetcher:
     """The librdkafka handle kconsumer fetches through."""
 
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        group_id: str,
-        client_id: str,
-        auto_offset_reset: str,
-        passthrough: Mapping[str, Any],
-    ) -> None:
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            # librdkafka requires a group id on a consumer handle; in manual-assign mode with
-            # commits off it never joins or commits with it.
-            "group.id": group_id or "kconsumer-fetcher",
-            "client.id": client_id,
-            "auto.offset.reset": _AUTO_OFFSET_RESET.get(auto_offset_reset, auto_offset_reset),
-        }
-        config.update(passthrough)
+    def __init__(self, librdkafka_config: Mapping[str, Any], group_id: str | None) -> None:
+        """`librdkafka_config` is `ConsumerConfig.librdkafka_config()`."""
+        config = dict(librdkafka_config)
+        # librdkafka requires a group id on a consumer handle; in manual-assign mode with commits
+        # off it never joins or commits with it.
+        config["group.id"] = group_id or "kconsumer-fetch"
         config.update(_FORCED)
         self._handle = _RdKafkaConsumer(config)
         self._assigned: set[tuple[str, int]] = set()
@@ -80,7 +58,11 @@ class Fetcher:
 
     def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Stop fetching `partitions`; their queued, not yet returned records are dropped."""
-        gone = [TopicPartition(topic, partition) for topic, partition in partitions if (topic, partition) in self._assigned]
+        gone = [
+            TopicPartition(topic, partition)
+            for topic, partition in partitions
+            if (topic, partition) in self._assigned
+        ]
         if gone:
             self._handle.incremental_unassign(gone)
             self._assigned.difference_update((tp.topic, tp.partition) for tp in gone)
@@ -88,16 +70,19 @@ class Fetcher:
     def assigned(self) -> set[tuple[str, int]]:
         return set(self._assigned)
 
-    def positions(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """The next offset the application will see for each fetched partition (only those with a
-        known position: a partition that returned nothing yet has none)."""
+    def positions(
+        self, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[int, int | None]]:
+        """(next offset the application will see, its leader epoch) of each fetched partition that
+        has a position (a partition that returned nothing yet has none)."""
         wanted = [TopicPartition(t, p) for t, p in partitions if (t, p) in self._assigned]
         if not wanted:
             return {}
         result = {}
         for tp in self._handle.position(wanted):
             if tp.offset >= 0:
-                result[(tp.topic, tp.partition)] = tp.offset
+                epoch = tp.leader_epoch
+                result[(tp.topic, tp.partition)] = (tp.offset, None if epoch is None or epoch < 0 else epoch)
         return result
 
     # -- records ---------------------------------------------------------------------------------
