@@ -29,7 +29,7 @@ from ..protocol.messages.api_versions import ApiVersionsRequest
 from ..protocol.messages.fetch import FetchRequest
 from ..protocol.messages.list_offsets import ListOffsetsRequest
 from ..protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest
-from ..protocol.messages.produce import ProduceRequest
+from ..protocol.messages.produce import ACKS_NONE, ProduceRequest
 from ..protocol.schema import Message
 from ..protocol.uuid import Uuid
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_topics
@@ -65,6 +65,11 @@ class DropConnection:
 
 
 DROP = DropConnection()
+
+
+def is_fire_and_forget(request: Message) -> bool:
+    """Whether the request gets no response at all (Produce with acks=0)."""
+    return isinstance(request, ProduceRequest) and request.acks == ACKS_NONE
 
 
 def random_uuid() -> Uuid:
@@ -150,6 +155,8 @@ class Broker:
                 version,
                 ErrorCode.of(code).name,
             )
+            if is_fire_and_forget(request):
+                return DROP  # Kafka closes an acks=0 producer's connection when its request fails
             response = error_response(request, version, code, message)
         elif key in COORDINATOR_APIS:
             response = self._group(session, header, request)

@@ -33,7 +33,7 @@ from ..protocol.headers import (
 from ..protocol.messages.fetch import FetchResponse
 from ..protocol.schema import Message
 from ..protocol.types import Reader
-from .broker import DROP, Broker, ClientSession
+from .broker import DROP, Broker, ClientSession, is_fire_and_forget
 from .error_responses import api_versions_error, error_response
 from .fetch_encoding import Buffer, encode_fetch_response
 
@@ -134,6 +134,9 @@ class Connection:
         try:
             response = await self.broker.handle(self.session, header, request)
         except Exception:
+            if is_fire_and_forget(request):
+                logger.exception("%s v%d (acks=0) from %s failed; closing", spec.name, version, self.peer)
+                return False
             logger.exception(
                 "%s v%d from %s (client %s) failed; answering UNKNOWN_SERVER_ERROR",
                 spec.name,

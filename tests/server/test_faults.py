@@ -217,3 +217,17 @@ def test_drop_connections(cluster: ReferenceCluster, connect: Connect) -> None:
         with pytest.raises(WireError):
             client.call(MetadataRequest(topics=[]), MetadataResponse, 12)
     assert connect().call(MetadataRequest(topics=[]), MetadataResponse, 12).brokers
+
+
+def test_an_injected_error_on_an_acks_zero_produce_closes_the_connection(
+    cluster: ReferenceCluster, connect: Connect
+) -> None:
+    cluster.create_topic("t", 1)
+    client = connect()
+    cluster.inject_error(ApiKey.PRODUCE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    request = produce_request()
+    request.acks = 0
+    client.send(request, 9)  # no response is ever sent for acks=0: Kafka closes the connection
+    with pytest.raises(WireError):
+        client.call(MetadataRequest(topics=[]), MetadataResponse, 12)
+    assert cluster.watermarks("t") == [(0, 0)]
