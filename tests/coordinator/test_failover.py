@@ -251,3 +251,69 @@ def test_client_side_assignment_is_asked_again_after_failover(driver: Any, make_
     assert (response.member_epoch, twin.response_assignment(response)) == (2, {"foo": [0, 1]})
     # And the twin's log replays in turn.
     assert_same_state(twin, replayed(twin, make_driver))
+
+
+def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> None:
+    """A failed operation's records are undone (`RecordWriter.rollback`): whatever they were, the
+    state and its indexes are back as they were."""
+    from kconsumer.coordinator.model import CurrentAssignment, MemberMetadata, ResolvedRegex, TargetMember
+    from kconsumer.coordinator.records import (
+        CurrentAssignmentRecord,
+        Record,
+        CurrentAssignmentTombstone,
+        GroupEpochRecord,
+        MemberMetadataRecord,
+        MemberMetadataTombstone,
+        OffsetCommitRecord,
+        OffsetTombstone,
+        OffsetValue,
+        RegexRecord,
+        RegexTombstone,
+        SimpleGroupRecord,
+        SimpleGroupTombstone,
+        TargetMemberRecord,
+        TargetMemberTombstone,
+        TargetMetadataRecord,
+    )
+    from kconsumer.coordinator.state import RecordWriter
+
+    d = driver
+    busy_group(d)
+    reference = replayed(d, make_driver)  # an untouched copy to compare with
+    state = d.coordinator.state
+    foo = d.topic_id("foo")
+    writer = RecordWriter(state)
+    records: list[Record] = [
+        GroupEpochRecord("g", 99, 1),
+        GroupEpochRecord("new-group", 1, 0),
+        MemberMetadataRecord(
+            "new-group", MemberMetadata("N", instance_id="n", subscribed_topic_names=("foo",))
+        ),
+        CurrentAssignmentRecord("new-group", "N", CurrentAssignment(1, 0, assigned={foo: {0: 1}})),
+        CurrentAssignmentTombstone("g", "A"),  # releases A's partitions ...
+        CurrentAssignmentRecord(
+            "g", "B", CurrentAssignment(9, 3, assigned={foo: {0: 9, 1: 9, 2: 9}})
+        ),  # ... B takes them
+        MemberMetadataRecord("g", MemberMetadata("B", instance_id="moved", subscribed_topic_names=("bar",))),
+        MemberMetadataTombstone("g", "S"),
+        MemberMetadataRecord("g", MemberMetadata("T", instance_id="static-1")),
+        TargetMemberRecord("g", "B", TargetMember({foo: frozenset({5})})),
+        TargetMemberTombstone("g", "A"),
+        TargetMetadataRecord("g", 42, 7),
+        RegexRecord("g", "ba.", ResolvedRegex(frozenset({"x"}), 9, 9)),
+        RegexRecord("g", "new", ResolvedRegex(frozenset(), 9, 9)),
+        RegexTombstone("g", "ba."),
+        OffsetCommitRecord("g", "foo", 3, OffsetValue(1, -1, "", 0, foo)),
+        OffsetCommitRecord("g", "foo", 5, OffsetValue(1, -1, "", 0, foo)),
+        OffsetTombstone("admin", "foo", 0),
+        OffsetCommitRecord("fresh", "foo", 0, OffsetValue(1, -1, "", 0, foo)),
+        SimpleGroupRecord("fresh"),
+        SimpleGroupTombstone("admin"),
+    ]
+    for record in records:
+        writer.write(record)
+    assert state.snapshot() != reference.coordinator.state.snapshot()
+    writer.rollback()
+    assert writer.records == []
+    assert_same_state(d, reference)
+    assert set(state.groups) == {"g"} and "fresh" not in state.offsets
