@@ -259,7 +259,6 @@ def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> 
     from kconsumer.coordinator.model import CurrentAssignment, MemberMetadata, ResolvedRegex, TargetMember
     from kconsumer.coordinator.records import (
         CurrentAssignmentRecord,
-        Record,
         CurrentAssignmentTombstone,
         GroupEpochRecord,
         MemberMetadataRecord,
@@ -267,6 +266,7 @@ def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> 
         OffsetCommitRecord,
         OffsetTombstone,
         OffsetValue,
+        Record,
         RegexRecord,
         RegexTombstone,
         SimpleGroupRecord,
