@@ -355,6 +355,15 @@ class ReferenceCluster:
 
         return self._call(append)
 
+    def records(self, topic: str, partition: int) -> list[records.Record]:
+        """Every retained record of a partition, decoded (offset, timestamp, key, value, headers)."""
+        chunks = self._call(
+            lambda broker: [
+                bytes(chunk) for _base, chunk in broker.topics.by_name[topic].partitions[partition].batches()
+            ]
+        )
+        return records.decode_records(b"".join(chunks))
+
     # -- groups ----------------------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
