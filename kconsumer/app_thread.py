@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from .errors import KConsumerError
-from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher
+from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .member.effects import (
@@ -81,7 +81,9 @@ class AppState:
 class AppThread:
     """Runs the queued work; see the module docstring."""
 
-    def __init__(self, consumer: Any, fetcher: Fetcher, runtime: MemberRuntime) -> None:
+    def __init__(
+        self, consumer: Any, fetcher: Fetcher | MembershipOnlyFetcher, runtime: MemberRuntime
+    ) -> None:
         self._consumer = consumer
         self._fetcher = fetcher
         self.runtime = runtime

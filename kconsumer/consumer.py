@@ -21,7 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from .app_thread import AppThread, Callbacks, PartitionsCallback
 from .config import ConsumerConfig
 from .errors import ConfigError, KConsumerError
-from .fetch import Fetcher
+from .fetch import Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .member.events import Close, CommitRequested, Poll, Subscribe, Unsubscribe
@@ -63,10 +63,17 @@ class Consumer:
     key or a bad value raises `kconsumer.errors.ConfigError` (a ValueError) naming the key.
     """
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], *, fetch: bool = True) -> None:
+        """`fetch=False` makes a membership-only consumer: it joins the group, reconciles, runs the
+        callbacks and commits, but fetches no record (`poll` returns None, `position` is where
+        fetching would start). The PySpark source's driver uses it; executors read the records."""
         self._config = ConsumerConfig.from_dict(config)
         self._member_id = new_member_id()
-        self._fetcher = Fetcher(self._config.librdkafka_config(), self._config.group_id)
+        self._fetcher: Fetcher | MembershipOnlyFetcher = (
+            Fetcher(self._config.librdkafka_config(), self._config.group_id)
+            if fetch
+            else MembershipOnlyFetcher()
+        )
         self._closed = False
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
@@ -79,8 +86,8 @@ class Consumer:
         self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
         self._last_poll_note = 0.0
         self._commit_tokens = 0
-        self._rd_poll = self._fetcher.handle.poll
-        self._rd_consume = self._fetcher.handle.consume
+        self._rd_poll = self._fetcher.poll
+        self._rd_consume = self._fetcher.consume
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -311,7 +318,7 @@ class Consumer:
 
     def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
         """The offset of the next record the application will get, per partition."""
-        return list(self._fetcher.handle.position(list(partitions)))
+        return self._fetcher.position_of(partitions)
 
     def seek(self, partition: TopicPartition) -> None:
         """Fetch `partition` from `partition.offset` on (it must be assigned to this consumer)."""
@@ -345,7 +352,9 @@ class Consumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata (confluent-kafka's ClusterMetadata)."""
-        return self._fetcher.handle.list_topics(topic, timeout)
+        if isinstance(self._fetcher, MembershipOnlyFetcher):
+            raise RuntimeError("list_topics() needs the fetch path (this consumer has fetch=False)")
+        return self._fetcher.list_topics(topic, timeout)
 
     # -- helpers -------------------------------------------------------------------------------------
 

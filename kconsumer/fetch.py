@@ -11,6 +11,7 @@ order of assign, unassign, position and callbacks is exactly the order the membe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -104,6 +105,12 @@ class Fetcher:
     def seek(self, partition: TopicPartition) -> None:
         self._handle.seek(partition)
 
+    def position_of(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return list(self._handle.position(list(partitions)))
+
+    def list_topics(self, topic: str | None, timeout: float) -> Any:
+        return self._handle.list_topics(topic, timeout)
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -113,4 +120,68 @@ class Fetcher:
             self._handle.close()
 
 
-__all__ = ["OFFSET_INVALID", "RESET_EARLIEST", "RESET_LATEST", "Fetcher"]
+class MembershipOnlyFetcher:
+    """A fetch path that fetches nothing: for a group member whose records are read elsewhere (the
+    PySpark source's driver is the member; executors read offset ranges themselves).
+
+    It keeps the assigned partitions and a position per partition: where fetching would start (a
+    committed offset, or none for a logical reset position), moved by `seek`. `poll` and
+    `consume` only wait.
+    """
+
+    def __init__(self) -> None:
+        self._positions: dict[tuple[str, int], int | None] = {}
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._positions[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
+
+    def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        for key in partitions:
+            self._positions.pop(key, None)
+
+    def assigned(self) -> set[tuple[str, int]]:
+        return set(self._positions)
+
+    def positions(
+        self, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[int, int | None]]:
+        result: dict[tuple[str, int], tuple[int, int | None]] = {}
+        for key in partitions:
+            offset = self._positions.get(key)
+            if offset is not None:
+                result[key] = (offset, None)
+        return result
+
+    def poll(self, timeout: float) -> Message | None:
+        if timeout > 0:
+            time.sleep(timeout)
+        return None
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        if timeout > 0:
+            time.sleep(timeout)
+        return []
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        pass
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        pass
+
+    def seek(self, partition: TopicPartition) -> None:
+        key = (partition.topic, partition.partition)
+        if key in self._positions:
+            self._positions[key] = partition.offset
+
+    def position_of(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return [
+            TopicPartition(tp.topic, tp.partition, self._positions.get((tp.topic, tp.partition)) or -1001)
+            for tp in partitions
+        ]
+
+    def close(self) -> None:
+        self._positions.clear()
+
+
+__all__ = ["OFFSET_INVALID", "RESET_EARLIEST", "RESET_LATEST", "Fetcher", "MembershipOnlyFetcher"]
