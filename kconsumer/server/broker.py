@@ -114,7 +114,9 @@ class Broker:
         self.events = GroupEventLog()
         self._loop = loop
         self._new_member_id = new_member_id
-        self.coordinator = GroupCoordinator(config.coordinator, new_member_id=new_member_id)
+        self.coordinator = GroupCoordinator(
+            config.coordinator, new_member_id=new_member_id, keep_log=config.keep_coordinator_log
+        )
         self.coordinator_generation = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
@@ -252,7 +254,10 @@ class Broker:
     def fail_over_coordinator(self) -> None:
         """Replace the coordinator by a new incarnation that replays the old one's records."""
         old = self.coordinator
-        assert old.log is not None
+        if old.log is None:
+            raise RuntimeError(
+                "failover needs the coordinator's record log (ServerConfig.keep_coordinator_log)"
+            )
         self.coordinator = GroupCoordinator.replaying(
             list(old.log),
             self.now_ms(),

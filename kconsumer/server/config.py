@@ -44,6 +44,10 @@ class ServerConfig:
     cluster_id: str = DEFAULT_CLUSTER_ID
     #: The group coordinator's settings.
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    #: Keep every record the coordinator writes, which `Broker.fail_over_coordinator` replays.
+    #: The log only grows (each offset commit adds to it), so a long-running server that never
+    #: fails over turns it off.
+    keep_coordinator_log: bool = True
 
     @property
     def advertised(self) -> str:

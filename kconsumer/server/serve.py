@@ -134,6 +134,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         default_partitions=args.default_partitions,
         retention_bytes=args.retention_bytes,
         coordinator=coordinator,
+        keep_coordinator_log=False,  # no failover here, and the log would only grow
     )
 
 
