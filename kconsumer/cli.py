@@ -38,7 +38,30 @@ def _serve(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    from .demo import add_arguments
+
+    add_arguments(parser)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(args)
+
+
 SUBCOMMANDS: list[Subcommand] = [
+    Subcommand(
+        name="demo",
+        help="consumers joining, leaving and crashing in a group on the embedded reference cluster",
+        description=(
+            "Start the reference cluster, produce continuously, and run consumers (one process each) "
+            "that join, leave, crash and restart, printing each member's assignment, epoch and "
+            "throughput as they change; check at the end that no record was lost."
+        ),
+        add_arguments=_demo_arguments,
+        run=_demo,
+    ),
     Subcommand(
         name="serve",
         help="run the reference cluster (a Kafka-compatible broker, in memory) in the foreground",
