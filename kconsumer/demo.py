@@ -68,7 +68,6 @@ def _member(name: str, bootstrap: str, static: bool, reports: Any, stop: Any) ->
     if static:
         config["group.instance.id"] = f"demo-{name}"
     consumer = Consumer(config)
-    counts: collections.Counter[tuple[int, int]] = collections.Counter()
 
     def on_assign(_consumer: Any, partitions: list[Any]) -> None:
         reports.put(("assigned", name, time.time(), sorted(p.partition for p in partitions)))
@@ -87,7 +86,9 @@ def _member(name: str, bootstrap: str, static: bool, reports: Any, stop: Any) ->
         for message in consumer.consume(500, 0.1):
             if message.error() is None:
                 consumed += 1
-                batch.append((message.partition(), message.offset()))
+                partition, offset = message.partition(), message.offset()
+                if partition is not None and offset is not None:
+                    batch.append((partition, offset))
         now = time.time()
         if now - last_report >= 0.25:
             last_report = now
@@ -97,7 +98,6 @@ def _member(name: str, bootstrap: str, static: bool, reports: Any, stop: Any) ->
     reports.put(("view", name, time.time(), (consumer.member_epoch(), [], consumed, batch)))
     consumer.close()
     reports.put(("closed", name, time.time(), None))
-    del counts
 
 
 @dataclass
@@ -158,7 +158,7 @@ class Demo:
             producer.join()
             self.say(f"stopping; produced {self.produced} records, waiting for the members to catch up")
             self._catch_up(cluster)
-            for name, member in self.members.items():
+            for member in self.members.values():
                 if member.alive:
                     member.stop.set()
             for member in self.members.values():
