@@ -16,6 +16,7 @@ Run from the repository root::
     python -m benchmarks.assignor_scale            # the whole grid (a few minutes)
     python -m benchmarks.assignor_scale --quick    # ratio 10, 10 and 100 topics
     python -m benchmarks.assignor_scale --members 10000 --ratio 10 --topics 10 --assignor uniform
+    python -m benchmarks.assignor_scale --quick --no-gc   # adds a column timed without the GC
 """
 
 from __future__ import annotations
@@ -146,17 +147,26 @@ def build_spec(case: Case, assignor: ServerAssignor) -> GroupSpec:
     return GroupSpec(members, by_id, case.subscription)
 
 
-def measure(case: Case, repeat: int) -> float:
-    """Median ms per assign() over `repeat` runs, after one warm-up run."""
+def measure(case: Case, repeat: int, collect: bool = True) -> float:
+    """Median ms per assign() over `repeat` runs, after one warm-up run.
+
+    With `collect` False the cyclic garbage collector is off while timing (a diagnostic: the
+    assignors create no reference cycles, so the difference is the collector's own cost).
+    """
     assignor = assignor_by_name(case.assignor)
     spec = build_spec(case, assignor)
     assignor.assign(spec)
     samples = []
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
-        assignor.assign(spec)
-        samples.append((time.perf_counter() - start) * 1000)
+        if not collect:
+            gc.disable()
+        try:
+            start = time.perf_counter()
+            assignor.assign(spec)
+            samples.append((time.perf_counter() - start) * 1000)
+        finally:
+            gc.enable()
     return statistics.median(samples)
 
 
@@ -179,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, nargs="+", default=None)
     parser.add_argument("--assignor", nargs="+", default=["uniform", "range"])
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per case (median)")
+    parser.add_argument(
+        "--no-gc", action="store_true", help="also time each case with the garbage collector off (diagnostic)"
+    )
     args = parser.parse_args(argv)
     if args.ratio is None:
         args.ratio = [10] if args.quick else [5, 10, 50]
@@ -189,11 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"# python {sys.version.split()[0]}, median of {args.repeat} runs, ms per assign()")
     header = f"{'assignor':<8} {'subscription':<13} {'type':<11} {'members':>7} {'ratio':>5} {'topics':>6}"
-    print(f"{header} {'ms':>9}  {'Kafka ms':>9}  note")
+    gc_column = f" {'no-gc ms':>9}" if args.no_gc else ""
+    print(f"{header} {'ms':>9}{gc_column}  {'Kafka ms':>9}  note")
     for case in _grid(args):
         if case.members * case.ratio < case.topics:
             continue  # Kafka's grid would give topics with no partition
         ms = measure(case, args.repeat)
+        no_gc = f" {measure(case, args.repeat, collect=False):9.2f}" if args.no_gc else ""
         sub = case.subscription.value
         kafka = KAFKA_FIGURES.get(
             (case.assignor, sub, case.assignment, case.members, case.ratio, case.topics)
@@ -207,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kafka_ms = f"{kafka[0]:9.3f}" if kafka else f"{'':9}"
         line = (
             f"{case.assignor:<8} {sub:<13} {case.assignment:<11} {case.members:>7} "
-            f"{case.ratio:>5} {case.topics:>6} {ms:9.2f}  {kafka_ms}  {'; '.join(notes)}"
+            f"{case.ratio:>5} {case.topics:>6} {ms:9.2f}{no_gc}  {kafka_ms}  {'; '.join(notes)}"
         )
         print(line, flush=True)
     return 0

@@ -8,6 +8,7 @@ their id (never the iteration order of a set or dict of `Uuid`, which depends on
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
 
 from ...protocol.uuid import Uuid
 from ..assignor_api import GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType, TopicMetadata
@@ -111,7 +112,8 @@ class Chunker:
     __slots__ = ("_cache",)
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[int, int], list[frozenset[int]]] = {}
+        # (size, start % size) -> the k-th chunk at index k (None until it is needed)
+        self._cache: dict[tuple[int, int], list[frozenset[int] | None]] = {}
 
     def cut(self, start: int, size: int, count: int) -> list[frozenset[int]]:
         """`count` frozensets of `size` consecutive partitions, the first starting at `start`."""
@@ -122,11 +124,14 @@ class Chunker:
         if chunks is None:
             chunks = self._cache[size, offset] = []
         if len(chunks) < end:
-            stop = offset + end * size
-            if len(chunks) < first:  # not contiguous with what is cached: do not cache
-                return _grouped(_numbers(stop)[start:stop], size)
-            chunks += _grouped(_numbers(stop)[offset + len(chunks) * size : stop], size)
-        return chunks[first:end]
+            chunks += [None] * (end - len(chunks))
+        part = chunks[first:end]
+        if None in part:
+            stop = start + count * size
+            fresh = _grouped(_numbers(stop)[start:stop], size)
+            chunks[first:end] = fresh
+            return fresh
+        return cast("list[frozenset[int]]", part)  # no None left
 
     @staticmethod
     def one(start: int, size: int) -> frozenset[int]:

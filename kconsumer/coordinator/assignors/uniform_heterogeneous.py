@@ -38,7 +38,7 @@ from typing import cast
 from ...protocol.uuid import Uuid
 from ..assignor_api import Assignment, MemberSpec, TopicMetadata
 from ._common import Chunker, check_topics_exist
-from ._previous import FreePartitions, free_partitions, import_previous
+from ._previous import FreePartitions, import_previous
 
 #: Kafka's MAX_ITERATION_COUNT: the most balancing sweeps over the topics.
 MAX_ITERATION_COUNT = 16
@@ -161,7 +161,7 @@ class HeterogeneousBuilder:
 
     def _import(self) -> dict[Uuid, FreePartitions]:
         """Import the previous targets; return the partitions nobody holds, by topic."""
-        self._previous, self._sizes, claimed = import_previous(
+        self._previous, self._sizes, free = import_previous(
             [member.assignment for member in self._members],
             self._counts,
             self._class_subscriptions,
@@ -169,7 +169,7 @@ class HeterogeneousBuilder:
         )
         # Members without a previous target get their own mapping at once (no copy on write).
         self._current = [None if previous else {} for previous in self._previous]
-        return free_partitions(self._counts, claimed)
+        return free
 
     # -- step 2 ------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from itertools import repeat
 from ...protocol.uuid import Uuid
 from ..assignor_api import Assignment, MemberSpec, TopicMetadata
 from ._common import Chunker, sorted_topics, topic_key
-from ._previous import free_partitions, import_previous
+from ._previous import import_previous
 
 #: A run of partitions of one topic waiting for a member: a ``range`` or a sorted list.
 _Run = tuple[Uuid, Sequence[int]]
@@ -84,7 +84,7 @@ def _keep_previous(
     Fills `out` with what each member keeps and `unfilled` with the members below their quota.
     Returns the runs of partitions nobody holds, then the runs given back.
     """
-    valid, sizes, claimed = import_previous(previous, counts, [counts], None)
+    valid, sizes, free = import_previous(previous, counts, [counts], None)
     n = len(previous)
     revoked: list[_Run] = []
     quota_plus = min_quota + 1
@@ -116,7 +116,7 @@ def _keep_previous(
             room = 0
         out[i] = keep
 
-    runs: list[_Run] = list(free_partitions(counts, claimed).items())
+    runs: list[_Run] = list(free.items())
     return runs + revoked
 
 
