@@ -128,12 +128,20 @@ def encode_response(body: Message, version: int, correlation_id: int) -> bytes:
 def decode_response(payload: bytes, api_key: int, version: int, strict: bool = False) -> tuple[int, Message]:
     """Correlation id and body of a response frame's payload to a request of `api_key` at `version`.
 
-    Trailing bytes after the body are ignored unless `strict` (clients are lenient readers; some
-    brokers, librdkafka's mock cluster among them, pad flexible responses)."""
+    Trailing bytes after the body are ignored unless `strict` (clients are lenient readers)."""
+    correlation_id, body, trailing = decode_response_prefix(payload, api_key, version)
+    if trailing and strict:
+        raise ProtocolError(body.__class__.__name__, version, None, f"{trailing} unexpected trailing bytes")
+    return correlation_id, body
+
+
+def decode_response_prefix(payload: bytes, api_key: int, version: int) -> tuple[int, Message, int]:
+    """(correlation id, body, bytes left after the body) of a response frame's payload."""
     spec = spec_for(api_key)
     reader = Reader(payload)
     correlation_id = decode_response_header(reader, spec.response_header_version(version) == 1)
-    return correlation_id, spec.response.decode(reader, version, allow_trailing=not strict)
+    body, trailing = spec.response.decode_prefix(reader, version)
+    return correlation_id, body, trailing
 
 
 def peek_correlation_id(payload: bytes) -> int:

@@ -478,8 +478,20 @@ class Message(Struct):
     ) -> M:
         """Decode a body at `version`; any failure is a `ProtocolError` naming the field.
 
-        Bytes after the body are an error unless `allow_trailing` (responses from peers that pad
-        them, such as librdkafka's mock cluster, are read leniently, as librdkafka reads them)."""
+        Bytes after the body are an error unless `allow_trailing` (see `decode_prefix`)."""
+        message, trailing = cls.decode_prefix(data, version)
+        if trailing and not allow_trailing:
+            raise ProtocolError(cls.__name__, version, None, f"{trailing} unexpected trailing bytes")
+        return message
+
+    @classmethod
+    def decode_prefix(
+        cls: type[M], data: bytes | bytearray | memoryview | Reader, version: int
+    ) -> tuple[M, int]:
+        """Decode a body at `version` from the start of `data`; returns it and the number of bytes
+        left after it. Kafka's own parsers ignore such bytes, and some peers send them
+        (librdkafka pads its Metadata v9+ request for all topics, its mock cluster pads flexible
+        Metadata responses), so lenient readers use this."""
         if version not in cls.VALID_VERSIONS:
             raise ProtocolError(
                 cls.__name__, version, None, f"unsupported version (valid: {cls.VALID_VERSIONS})"
@@ -491,8 +503,4 @@ class Message(Struct):
             raise ProtocolError(cls.__name__, version, format_path(exc.path) or None, exc.reason) from None
         except Exception as exc:  # defensive: no other exception type may escape a decode
             raise ProtocolError(cls.__name__, version, None, f"{type(exc).__name__}: {exc}") from None
-        if reader.remaining() and not allow_trailing:
-            raise ProtocolError(
-                cls.__name__, version, None, f"{reader.remaining()} unexpected trailing bytes"
-            )
-        return message
+        return message, reader.remaining()

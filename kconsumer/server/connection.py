@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 
 from ..errors import ErrorCode, ProtocolError
 from ..protocol.api import API_SPECS, ApiKey, ApiSpec
@@ -41,7 +40,6 @@ logger = logging.getLogger("kconsumer.server")
 
 _INT32 = 4
 #: How the codec reports bytes left after a message body.
-_TRAILING = re.compile(r"(\d+) unexpected trailing bytes")
 
 
 class Connection:
@@ -169,23 +167,17 @@ class Connection:
     def _decode_body(self, spec: ApiSpec, payload: bytes, reader: Reader, version: int) -> Message:
         """The request body. Bytes after it are ignored, as Kafka ignores them: librdkafka's
         Metadata v9+ request for all topics carries three (an unfinalized array count)."""
-        start = reader.tell()
-        try:
-            return spec.request.decode(reader, version)
-        except ProtocolError as exc:
-            trailing = _TRAILING.fullmatch(exc.reason) if exc.field is None else None
-            if trailing is None:
-                raise
-            count = int(trailing.group(1))
+        body, trailing = spec.request.decode_prefix(reader, version)
+        if trailing:
             logger.debug(
                 "%s v%d from %s (client %s): ignoring %d trailing bytes",
                 spec.name,
                 version,
                 self.peer,
                 self.client_id,
-                count,
+                trailing,
             )
-            return spec.request.decode(payload[start : len(payload) - count], version)
+        return body
 
     async def _send(self, response: Message, version: int, header: RequestHeader) -> bool:
         spec = API_SPECS[response.API_KEY]

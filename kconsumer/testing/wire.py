@@ -16,7 +16,6 @@ It is not the consumer's runtime (that one is asyncio); it is for tests, the CLI
 
 from __future__ import annotations
 
-import re
 import socket
 import time
 from collections.abc import Callable
@@ -24,20 +23,23 @@ from types import TracebackType
 from typing import TypeVar
 
 from ..errors import ErrorCode, KConsumerError, ProtocolError
-from ..protocol.api import decode_response, encode_request, spec_for
+from ..protocol.api import decode_response_prefix, encode_request, spec_for
 from ..protocol.headers import DEFAULT_MAX_FRAME_BYTES, frame_size
 from ..protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from ..protocol.messages.produce import ProduceRequest
+from ..protocol.negotiation import (
+    API_VERSIONS_FIRST_TRY,
+    NoCommonVersionError,
+    broker_versions,
+    common_version,
+    refused_api_versions,
+)
 from ..protocol.schema import Message
 
 R = TypeVar("R", bound=Message)
 M = TypeVar("M")
 
-#: The ApiVersions version tried first (librdkafka and Kafka 2.4+ clients start at v3 too).
-API_VERSIONS_FIRST_TRY = 3
 DEFAULT_TIMEOUT_S = 10.0
-
-_TRAILING = re.compile(r"^(\d+) unexpected trailing bytes$")
 
 
 class WireError(KConsumerError):
@@ -162,9 +164,7 @@ class WireClient:
                 f"{ErrorCode.of(response.error_code).name}"
             )
         self.api_versions_response = response
-        self.broker_versions = {
-            entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys
-        }
+        self.broker_versions = broker_versions(response)
         return response
 
     def _api_versions(self, request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
@@ -176,7 +176,7 @@ class WireClient:
         # it is all we need: the caller retries at v0. (librdkafka's mock cluster writes that
         # answer in a mix of both encodings, so the rest is not parsed.)
         body = payload[4:]
-        if version > 0 and body[:2] == ErrorCode.UNSUPPORTED_VERSION.to_bytes(2, "big"):
+        if refused_api_versions(body, version):
             return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         return self._decode(lambda: ApiVersionsResponse.decode(body, version), f"ApiVersions v{version}")
 
@@ -189,24 +189,13 @@ class WireClient:
 
     def version_for(self, api_key: int, max_version: int | None = None) -> int:
         """The highest version of `api_key` both sides implement (capped at `max_version`)."""
-        ours = spec_for(api_key).versions
-        name = spec_for(api_key).name
         if not self.broker_versions:
+            name = spec_for(api_key).name
             raise WireError(f"{self._where()}: versions not negotiated yet; pass a version for {name}")
-        theirs = self.broker_versions.get(api_key)
-        if theirs is None:
-            raise WireError(f"{self._where()}: the broker does not implement {name} (key {api_key})")
-        high = min(theirs[1], ours.hi if ours.hi is not None else theirs[1])
-        if max_version is not None:
-            high = min(high, max_version)
-        low = max(theirs[0], ours.lo)
-        if high < low:
-            raise WireError(
-                f"{self._where()}: no common version of {name}: the broker implements "
-                f"{theirs[0]}-{theirs[1]}, kconsumer {ours}"
-                + (f" (capped at {max_version})" if max_version is not None else "")
-            )
-        return high
+        try:
+            return common_version(api_key, self.broker_versions, max_version)
+        except NoCommonVersionError as exc:
+            raise WireError(f"{self._where()}: {exc}") from None
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -224,15 +213,14 @@ class WireClient:
         return self._decode(lambda: self._decode_response(payload, message.API_KEY, version, name), name)
 
     def _decode_response(self, payload: bytes, api_key: int, version: int, name: str) -> Message:
-        try:
-            return decode_response(payload, api_key, version)[1]
-        except ProtocolError as exc:
-            trailing = _TRAILING.match(exc.reason) if exc.field is None else None
-            if not (self.allow_trailing_bytes and trailing):
-                raise
-            count = int(trailing.group(1))
-            self.trailing_bytes.append((name, count))
-            return decode_response(payload[:-count], api_key, version)[1]
+        _cid, body, trailing = decode_response_prefix(payload, api_key, version)
+        if trailing:
+            if not self.allow_trailing_bytes:
+                raise ProtocolError(
+                    type(body).__name__, version, None, f"{trailing} unexpected trailing bytes"
+                )
+            self.trailing_bytes.append((name, trailing))
+        return body
 
     def call(self, message: Message, expect: type[R], version: int | None = None) -> R:
         """`request`, typed: the response must be an `expect`."""

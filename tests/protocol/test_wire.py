@@ -184,7 +184,7 @@ def test_version_errors_name_the_api(serve: Callable[[Handler], ScriptedServer])
         with pytest.raises(WireError, match="does not implement Metadata"):
             client.request(MetadataRequest())
         with pytest.raises(
-            WireError, match=r"no common version of OffsetCommit: the broker implements 11-12"
+            WireError, match=r"no common version of OffsetCommit: the broker implements v11-12"
         ):
             client.version_for(ApiKey.OFFSET_COMMIT)
     with (
