@@ -6,11 +6,12 @@ The shape of Kafka's builder since KAFKA-17710 (4.0.0), in three steps:
    Invalid entries are dropped too: partitions beyond the topic's count, and partitions an earlier
    member (in member-id order) already holds.
 2. **Assign** the partitions nobody holds, topic by topic, each to the least-loaded subscriber
-   (fewest partitions overall, then lowest member index). Topics go in order of partitions per
-   subscriber (descending), then subscriber count (ascending), then topic id. The least-loaded
-   rule is applied in bulk ("water filling"): each receiving member gets one contiguous run of
-   the topic's free partitions. The per-member counts are the ones the one-at-a-time rule gives;
-   the partition numbers differ from Kafka, which deals partitions out round-robin.
+   (fewest partitions overall; on a tie, the one that had fewer before this topic, then the
+   lowest member index, as Kafka's balancer orders them). Topics go in order of partitions per
+   subscriber (descending), then subscriber count (ascending), then topic id. The rule is applied
+   in bulk ("water filling"): each receiving member gets one contiguous run of the topic's free
+   partitions. The per-member counts are the ones the one-at-a-time rule gives; the partition
+   numbers differ from Kafka, which deals partitions out round-robin.
 3. **Balance**, per topic with at least two subscribers, in the same topic order: move partitions
    from the most loaded subscribers that hold some of the topic to the least loaded subscribers
    until they differ by at most one. A moved partition is preferably one the receiver held in its

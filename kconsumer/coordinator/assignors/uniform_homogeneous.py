@@ -19,10 +19,11 @@ group no longer subscribes to, partitions beyond the topic's count and partition
 member (in member-id order) already claims are dropped. A member whose target does not change gets
 its previous mapping object back (copy on write, as Kafka's KAFKA-16864).
 
-Performance notes: partitions are never materialised one by one on the common paths. Unassigned
-partitions are held as per-topic runs (``range`` objects while nothing of the topic is held), slices
-of them become the members' frozensets directly, and validity is checked with set operations on the
-previous frozensets (``isdisjoint``, ``min``/``max``).
+Performance notes: partitions are never handled one by one in Python on the common paths.
+Unassigned partitions are held as per-topic runs (``range`` objects while nothing of the topic is
+held); when no member keeps anything, members' shares are cut from shared partition numbers by
+`Chunker` (equal shares of equal topics are one frozenset) and their mappings built by
+``dict.fromkeys``; previous targets are checked with one set union per topic (`import_previous`).
 """
 
 from __future__ import annotations
