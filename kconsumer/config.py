@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from .assignor import assignor_metadata
 from .errors import ConfigError
 from .member.model import ClientAssignor, MemberConfig, OffsetReset
 
@@ -63,7 +64,9 @@ MAX_INT32 = 2**31 - 1
 
 @runtime_checkable
 class LocalAssignor(Protocol):
-    """What configuration needs from a client-side assignor (the full interface comes later)."""
+    """What configuration needs from a client-side assignor: a name and a version range, and
+    optionally ``metadata()`` (the member's initial metadata). `kconsumer.PartitionAssignor` is
+    the full interface; the `Consumer` also requires its ``assign(spec)``."""
 
     name: str
     minimum_version: int
@@ -275,14 +278,19 @@ class ConsumerConfig:
 
     def member_config(self, metadata: Mapping[str, tuple[int, bytes]] | None = None) -> MemberConfig:
         """The member core's configuration. `metadata` gives each local assignor's initial
-        (metadata version, bytes); by default its maximum version and no bytes."""
+        (metadata version, bytes); by default what its ``metadata()`` returns (without one: its
+        maximum version and no bytes)."""
         metadata = metadata or {}
         assignors = []
         for assignor in self.group_local_assignors:
-            version, data = metadata.get(assignor.name, (assignor.maximum_version, b""))
+            if assignor.name in metadata:
+                reason, (version, data) = 0, metadata[assignor.name]
+            else:
+                meta = assignor_metadata(assignor)
+                reason, version, data = meta.reason, meta.version, meta.data
             assignors.append(
                 ClientAssignor(
-                    assignor.name, assignor.minimum_version, assignor.maximum_version, version, data
+                    assignor.name, assignor.minimum_version, assignor.maximum_version, version, data, reason
                 )
             )
         return MemberConfig(
@@ -435,5 +443,9 @@ def _assignor(item: Any) -> LocalAssignor:
             key,
             f"assignor {name!r}: needs -1 <= minimum_version <= maximum_version <= 32767, got {low}..{high}",
         )
+    try:
+        assignor_metadata(item)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(key, f"assignor {name!r}: metadata(): {exc}") from None
     assignor: LocalAssignor = item
     return assignor

@@ -28,6 +28,7 @@ from .member.events import Close, CommitRequested, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, PartitionOffset, TopicIdPartition
 from .protocol.uuid import ZERO_UUID, Uuid
 from .runtime.background import BackgroundLoop
+from .runtime.client_assignment import LocalAssignors
 from .runtime.member_runtime import MemberRuntime
 from .subscription import SubscriptionPattern
 
@@ -78,11 +79,17 @@ class Consumer:
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
         self._background: BackgroundLoop | None = None
+        self._assignors = LocalAssignors.from_config(self._config, self._member_id)
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
-            self._runtime = MemberRuntime(self._config, self._member_id, self._background)
+            runner = None if self._assignors is None else self._assignors.run
+            self._runtime = MemberRuntime(
+                self._config, self._member_id, self._background, client_assignment=runner
+            )
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
+            if self._assignors is not None:
+                self._app.callbacks.on_assignment = self._on_assignment
         self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
         self._last_poll_note = 0.0
         self._commit_tokens = 0
@@ -121,6 +128,8 @@ class Consumer:
             self._closed = True
             if self._runtime is not None:
                 self._runtime.shutdown()
+            if self._assignors is not None:
+                self._assignors.close()
             self._fetcher.close()
             if self._background is not None:
                 self._background.stop()
@@ -161,6 +170,33 @@ class Consumer:
         """Does nothing: with the consumer protocol the coordinator decides when to rebalance (as
         in Kafka's new consumer). A client-side assignor can ask with `request_assignment`."""
         log.warning("enforce_rebalance() has no effect with group.protocol=consumer")
+
+    # -- client-side assignors (group.local.assignors) -------------------------------------------
+
+    def _local_assignors(self) -> tuple[MemberRuntime, LocalAssignors]:
+        runtime, _app = self._group()
+        if self._assignors is None:
+            raise RuntimeError("this consumer has no client-side assignor (group.local.assignors)")
+        return runtime, self._assignors
+
+    def update_assignor_metadata(self, name: str | None = None) -> None:
+        """Read ``metadata()`` of the local assignor `name` (every one when None) again and
+        announce it in the next heartbeat. A new version or new bytes, or a non-zero reason,
+        make the coordinator compute a new assignment (EXTENSIONS.md §3.3)."""
+        runtime, assignors = self._local_assignors()
+        for event in assignors.metadata_events(name):
+            runtime.post(event)
+
+    def request_assignment(self, reason: int = 1) -> None:
+        """Ask for a new assignment: the next heartbeat carries `reason` (a non-zero int8, the
+        assignor sees it in `AssignmentMemberSpec.reason`) with the local assignors."""
+        runtime, assignors = self._local_assignors()
+        runtime.post(assignors.request_event(reason))
+
+    def _on_assignment(self, work: Any) -> None:
+        """``PartitionAssignor.on_assignment`` (an ASSIGNMENT callback, on this thread)."""
+        if self._assignors is not None and self._runtime is not None:
+            self._assignors.on_assignment(work, self._runtime.member_epoch)
 
     # -- records -----------------------------------------------------------------------------------
 
