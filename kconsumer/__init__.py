@@ -18,6 +18,19 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from .assignor import (
+    AssignmentMemberSpec,
+    AssignmentSpec,
+    AssignmentTopicMetadata,
+    AssignorError,
+    AssignorFailedError,
+    AssignorMetadata,
+    GroupAssignment,
+    GroupMetadata,
+    MemberAssignment,
+    MemberMetadata,
+    PartitionAssignor,
+)
 from .consumer import Consumer
 from .errors import ConfigError, KConsumerError, ProtocolError
 from .listener import ConsumerRebalanceListener
@@ -27,14 +40,25 @@ from .subscription import SubscriptionPattern
 __version__ = "0.1.0"
 
 __all__ = [
+    "AssignmentMemberSpec",
+    "AssignmentSpec",
+    "AssignmentTopicMetadata",
+    "AssignorError",
+    "AssignorFailedError",
+    "AssignorMetadata",
     "ConfigError",
     "Consumer",
     "ConsumerRebalanceListener",
+    "GroupAssignment",
+    "GroupMetadata",
     "InvalidPatternError",
     "KConsumerError",
     "KafkaError",
     "KafkaException",
+    "MemberAssignment",
+    "MemberMetadata",
     "Message",
+    "PartitionAssignor",
     "ProtocolError",
     "SubscriptionPattern",
     "TopicPartition",
