@@ -181,9 +181,10 @@ def pattern_needs_v1(pattern: str) -> UnsupportedFeatureError:
 def client_assignors_unsupported(names: list[str]) -> UnsupportedFeatureError:
     """Local assignors, but the coordinator lacks the extension APIs (EXTENSIONS.md §4.2)."""
     return UnsupportedFeatureError(
-        f"group.local.assignors ({', '.join(names)}) need a coordinator with kconsumer's client-side "
-        "assignor APIs, which this broker does not offer: remove group.local.assignors and set "
-        "group.remote.assignor (for example 'uniform' or 'range') to use a server-side assignor"
+        f"client-side assignors (group.local.assignors: {', '.join(names)}) need the kconsumer reference "
+        "coordinator (the only one offering the ConsumerGroupPrepareAssignment/InstallAssignment APIs); "
+        "this broker does not support them: remove group.local.assignors and set group.remote.assignor "
+        "(for example 'uniform' or 'range') to use a server-side assignor"
     )
 
 
