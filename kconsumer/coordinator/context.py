@@ -47,6 +47,8 @@ class Context:
     image: MetadataImage
     config: CoordinatorConfig
     assignors: Mapping[str, ServerAssignor]
+    #: The name of the default server-side assignor (the first configured).
+    default_assignor: str
     timers: Timers
     writer: RecordWriter
     client_runs: dict[str, ClientAssignmentRun]

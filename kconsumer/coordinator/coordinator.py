@@ -39,7 +39,7 @@ from ..protocol.schema import Message
 from ..protocol.uuid import Uuid
 from . import client_assignment, describe, heartbeat, offsets
 from .assignor_api import ServerAssignor
-from .assignors import assignor_by_name
+from .assignors import resolve_assignors
 from .config import CoordinatorConfig
 from .context import ClientAssignmentRun, Context, rebalance_timer, session_timer
 from .membership import bump_group_epoch, fence_member
@@ -83,10 +83,15 @@ class GroupCoordinator:
     ) -> None:
         self.config = config or CoordinatorConfig()
         if assignors is None:
-            assignors = {name: assignor_by_name(name) for name in self.config.assignors}
-        missing = [name for name in self.config.assignors if name not in assignors]
-        if missing:
-            raise ValueError(f"no implementation for configured assignors {missing}")
+            # Entries may be names or "module:Class" paths: members ask for an assignor by name.
+            resolved = resolve_assignors(self.config.assignors)
+            assignors = {assignor.name: assignor for assignor in resolved}
+            self.default_assignor = resolved[0].name
+        else:
+            missing = [name for name in self.config.assignors if name not in assignors]
+            if missing:
+                raise ValueError(f"no implementation for configured assignors {missing}")
+            self.default_assignor = self.config.default_assignor
         self.assignors = dict(assignors)
         self.state = CoordinatorState()
         self.image = EMPTY_IMAGE
@@ -103,6 +108,7 @@ class GroupCoordinator:
             image=self.image,
             config=self.config,
             assignors=self.assignors,
+            default_assignor=self.default_assignor,
             timers=self.timers,
             writer=RecordWriter(self.state),
             client_runs=self.client_runs,

@@ -51,7 +51,7 @@ def describe(ctx: Context, request: ConsumerGroupDescribeRequest) -> ConsumerGro
 
 def describe_group(ctx: Context, group: ConsumerGroup) -> DescribedGroup:
     """One group as ConsumerGroupDescribe v1 (Kafka 4.3) shows it."""
-    selection = select_assignor(group, ctx.config.default_assignor)
+    selection = select_assignor(group, ctx.default_assignor)
     return DescribedGroup(
         group_id=group.group_id,
         group_state=group.state().value,

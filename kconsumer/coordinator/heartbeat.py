@@ -390,16 +390,16 @@ def _maybe_update_target(ctx: Context, group: ConsumerGroup) -> KafkaApiError | 
     """Facts §5.7: compute a new target when the group epoch is ahead and the interval allows."""
     if not assignment_due(group, ctx.config.assignment_interval_ms, ctx.now_ms):
         return None
-    selection = select_assignor(group, ctx.config.default_assignor)
+    selection = select_assignor(group, ctx.default_assignor)
     if selection.client_side:
         request_client_assignment(ctx, group, selection.name)
         if group.group_id in ctx.client_runs:
             return None
-        selection = select_assignor(group, ctx.config.default_assignor)
+        selection = select_assignor(group, ctx.default_assignor)
         if selection.client_side:  # nobody can compute it: fall back to the default server assignor
-            selection = dataclasses.replace(selection, name=ctx.config.default_assignor, client_side=False)
+            selection = dataclasses.replace(selection, name=ctx.default_assignor, client_side=False)
     ctx.client_runs.pop(group.group_id, None)
-    assignor = ctx.assignors.get(selection.name) or ctx.assignors[ctx.config.default_assignor]
+    assignor = ctx.assignors.get(selection.name) or ctx.assignors[ctx.default_assignor]
     try:
         compute_server_target(ctx.writer, group, ctx.image, assignor, ctx.now_ms)
     except PartitionAssignorError as exc:
