@@ -1,0 +1,598 @@
+"""Helpers for the consumer's integration tests.
+
+* `wait_until`: poll a condition with a deadline (never a fixed sleep as an assertion).
+* `Ledger`: shared by every member of a test. It follows partition ownership through the rebalance
+  callbacks and checks, on every callback and every record, the group invariants:
+
+  - a record is only received by a member that owns its partition at that moment;
+  - no partition is consumed by two members at once (once another member consumed a partition,
+    its previous holder never returns a record of it again, even before learning it lost it);
+  - a partition is assigned to a member while another still holds it only when that other one
+    lost it (fenced, stale poll, crash), never when it is revoked cooperatively;
+  - the coordinator never shows a partition owned by two members (`describe_group` samples);
+  - every produced record is consumed at least once, and a record consumed twice has an offset at
+    or above the group's committed offset of its partition at the time ownership moved (the
+    uncommitted window); after a cooperative revocation that committed, nothing is consumed twice.
+
+* `Member`: a kconsumer `Consumer` polling in its own thread, committing its processed offsets on
+  revocation (and asynchronously every `commit_every` seconds), reporting to a `Ledger`.
+* `ConfluentMember`: the same around confluent-kafka's own KIP-848 consumer (interop tests).
+* `Feeder`: produces records to a topic's partitions in the background, remembering every offset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import confluent_kafka as ck
+from confluent_kafka import KafkaException, Message, TopicPartition
+
+from kconsumer import Consumer, ConsumerRebalanceListener, SubscriptionPattern
+from kconsumer.testing import ReferenceCluster
+
+T = TypeVar("T")
+Key = tuple[str, int]
+
+
+def fast_cluster(session_timeout_ms: int = 1500, **options: Any) -> ReferenceCluster:
+    """A reference cluster (not started) with group timers short enough for fast tests: heartbeat
+    every 100 ms, session timeout 1.5 s, assignments computed at once (Kafka: 5 s, 45 s, 1 s)."""
+    return ReferenceCluster(
+        heartbeat_interval_ms=100,
+        session_timeout_ms=session_timeout_ms,
+        assignment_interval_ms=0,
+        **options,
+    )
+
+
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.02, what: str = ""
+) -> T:
+    """Call `predicate` until it returns something truthy (returned), or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
+    """A kconsumer configuration for tests: earliest reset, commits made by the test's listener."""
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "log_level": 3,
+    }
+    settings.update({key.replace("_", "."): value for key, value in extra.items()})
+    return settings
+
+
+# -- the ledger ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Interval:
+    """One member's ownership of one partition, from on_partitions_assigned to its end."""
+
+    member: str
+    key: Key
+    start: float
+    #: The group's committed offset of the partition when it was assigned (None: none).
+    committed_at_start: int | None
+    offsets: list[int] = field(default_factory=list)
+    end: float | None = None
+    #: ``revoked``, ``lost`` or ``crashed``.
+    how: str | None = None
+    #: What the member committed for the partition when it was revoked (None: nothing, or failed).
+    committed_at_end: int | None = None
+    #: Another member consumed the partition while this interval was open.
+    superseded: bool = False
+
+
+#: Reads the group's committed offsets of some partitions (None for a partition with none).
+CommittedSource = Callable[[Sequence[Key]], dict[Key, int | None]]
+
+
+class Ledger:
+    """Ownership and records of one group, checked as they happen (see the module docstring)."""
+
+    def __init__(self, committed: CommittedSource | None = None) -> None:
+        self._lock = threading.RLock()
+        self._committed = committed
+        self.intervals: list[Interval] = []
+        self._open: dict[tuple[str, Key], Interval] = {}
+        #: (previous holder's interval, new holder's interval) when a partition was assigned while held.
+        self.overlaps: list[tuple[Interval, Interval]] = []
+        #: (member, key, offset, interval) in the order received.
+        self.receipts: list[tuple[str, Key, int, Interval]] = []
+        self.violations: list[str] = []
+        self._last_receiver: dict[Key, Interval] = {}
+        self._sampler: threading.Thread | None = None
+        self._sampling = threading.Event()
+        self.samples = 0
+
+    # -- callbacks ----------------------------------------------------------------------------
+
+    def assigned(self, member: str, keys: Iterable[Key]) -> None:
+        keys = list(keys)
+        committed = self._committed(keys) if self._committed is not None and keys else {}
+        now = time.monotonic()
+        with self._lock:
+            for key in keys:
+                if (member, key) in self._open:
+                    self.violations.append(f"{member} assigned {key} twice")
+                    continue
+                interval = Interval(member, key, now, committed.get(key))
+                for (other, other_key), held in self._open.items():
+                    if other_key == key and other != member:
+                        self.overlaps.append((held, interval))
+                self._open[(member, key)] = interval
+                self.intervals.append(interval)
+
+    def released(
+        self, member: str, keys: Iterable[Key], how: str, committed: dict[Key, int] | None = None
+    ) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for key in keys:
+                interval = self._open.pop((member, key), None)
+                if interval is None:
+                    self.violations.append(f"{member}: {how} {key} it did not own")
+                    continue
+                interval.end, interval.how = now, how
+                if committed is not None:
+                    interval.committed_at_end = committed.get(key)
+
+    def crashed(self, member: str) -> None:
+        with self._lock:
+            self.released(member, [key for (m, key) in list(self._open) if m == member], "crashed")
+
+    def owned_by(self, member: str) -> set[Key]:
+        with self._lock:
+            return {key for (m, key) in self._open if m == member}
+
+    # -- records ------------------------------------------------------------------------------
+
+    def received(self, member: str, message: Message) -> None:
+        key, offset = position(message)
+        with self._lock:
+            interval = self._open.get((member, key))
+            if interval is None:
+                self.violations.append(f"{member} received {key}@{offset} without owning {key}")
+                return
+            if interval.superseded:
+                self.violations.append(
+                    f"{member} received {key}@{offset} after another member consumed {key}"
+                )
+            for (other, other_key), held in self._open.items():
+                if other_key == key and other != member:
+                    held.superseded = True
+            interval.offsets.append(offset)
+            self.receipts.append((member, key, offset, interval))
+            self._last_receiver[key] = interval
+
+    def count(self, keys: Iterable[Key] | None = None) -> int:
+        """Distinct (partition, offset) pairs received (of `keys` only, if given)."""
+        with self._lock:
+            wanted = None if keys is None else set(keys)
+            return len({(k, o) for _m, k, o, _i in self.receipts if wanted is None or k in wanted})
+
+    def received_offsets(self) -> dict[Key, set[int]]:
+        with self._lock:
+            out: dict[Key, set[int]] = {}
+            for _member, key, offset, _interval in self.receipts:
+                out.setdefault(key, set()).add(offset)
+            return out
+
+    def has_all(self, produced: dict[Key, list[int]]) -> bool:
+        received = self.received_offsets()
+        return all(set(offsets) <= received.get(key, set()) for key, offsets in produced.items())
+
+    # -- the coordinator's view -----------------------------------------------------------------
+
+    def sample_group(self, cluster: ReferenceCluster, group: str, every: float = 0.03) -> None:
+        """Check `describe_group` in the background: never two owners of a partition."""
+
+        def run() -> None:
+            while not self._sampling.wait(every):
+                description = cluster.describe_group(group)
+                self.samples += 1
+                if description is None:
+                    continue
+                for key, owners in description.owners.items():
+                    if len(owners) > 1:
+                        with self._lock:
+                            self.violations.append(f"coordinator: {key} owned by {owners}")
+
+        self._sampler = threading.Thread(target=run, name="describe-sampler", daemon=True)
+        self._sampler.start()
+
+    def stop_sampling(self) -> None:
+        if self._sampler is not None:
+            self._sampling.set()
+            self._sampler.join(10)
+            self._sampler = None
+
+    # -- the final check ----------------------------------------------------------------------------
+
+    def check(self, produced: dict[Key, list[int]] | None = None, exactly_once_moves: bool = True) -> None:
+        """Assert every invariant (see the module docstring); `produced` are the offsets that
+        must all have been received. `exactly_once_moves`: a partition revoked with a successful
+        commit is picked up exactly there (no duplicate)."""
+        self.stop_sampling()
+        with self._lock:
+            problems = list(self.violations)
+            for held, new in self.overlaps:
+                if held.how not in ("lost", "crashed"):
+                    problems.append(
+                        f"{new.member} was assigned {new.key} while {held.member} held it "
+                        f"({held.how or 'still holding it'}), not lost"
+                    )
+            problems += self._check_offsets(exactly_once_moves)
+            if produced is not None:
+                received = self.received_offsets()
+                for key, offsets in sorted(produced.items()):
+                    missing = sorted(set(offsets) - received.get(key, set()))
+                    if missing:
+                        problems.append(f"{key}: {len(missing)} records never consumed, first {missing[:5]}")
+        assert not problems, "\n".join(problems[:30])
+
+    def _check_offsets(self, exactly_once_moves: bool) -> list[str]:
+        problems: list[str] = []
+        seen: dict[Key, set[int]] = {}
+        in_interval: dict[int, set[int]] = {}
+        for member, key, offset, interval in self.receipts:
+            earlier = seen.setdefault(key, set())
+            mine = in_interval.setdefault(id(interval), set())
+            if offset in mine:
+                problems.append(f"{member} received {key}@{offset} twice in one assignment")
+            mine.add(offset)
+            if offset in earlier:
+                floor = interval.committed_at_start or 0
+                if offset < floor:
+                    problems.append(
+                        f"{member} received {key}@{offset} again although {floor} was committed "
+                        "when it got the partition"
+                    )
+            earlier.add(offset)
+        by_key: dict[Key, list[Interval]] = {}
+        for interval in self.intervals:
+            by_key.setdefault(interval.key, []).append(interval)
+        for key, intervals in by_key.items():
+            for interval in intervals:
+                start = interval.committed_at_start
+                if interval.offsets and start is not None and interval.offsets[0] != start:
+                    problems.append(
+                        f"{interval.member} started {key} at {interval.offsets[0]}, not at the "
+                        f"committed offset {start}"
+                    )
+            for previous, interval in itertools.pairwise(intervals):
+                if (
+                    exactly_once_moves
+                    and previous.how == "revoked"
+                    and previous.committed_at_end is not None
+                    and interval.committed_at_start != previous.committed_at_end
+                ):
+                    problems.append(
+                        f"{key}: {previous.member} committed {previous.committed_at_end} when revoked, "
+                        f"but {interval.member} found {interval.committed_at_start}"
+                    )
+        return problems
+
+
+def position(message: Message) -> tuple[Key, int]:
+    """((topic, partition), offset) of a record."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    assert topic is not None and partition is not None and offset is not None
+    return (topic, partition), offset
+
+
+def cluster_committed(cluster: ReferenceCluster, group: str) -> CommittedSource:
+    """A `CommittedSource` reading the reference cluster's offsets directly."""
+
+    def read(keys: Sequence[Key]) -> dict[Key, int | None]:
+        stored = cluster.committed(group)
+        return {key: stored.get(key) for key in keys}
+
+    return read
+
+
+# -- members -----------------------------------------------------------------------------------------
+
+
+class _Listener(ConsumerRebalanceListener):
+    def __init__(self, member: Member) -> None:
+        self.member = member
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        self.member.assigned_calls += 1
+        self.member.ledger.assigned(self.member.name, [(tp.topic, tp.partition) for tp in partitions])
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        self.member.revoked_calls += 1
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        committed = self.member.commit_keys(keys) if self.member.commit_on_revoke else None
+        self.member.ledger.released(self.member.name, keys, "revoked", committed)
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self.member.lost_calls += 1
+        self.member.lost.append({(tp.topic, tp.partition) for tp in partitions})
+        self.member.ledger.released(self.member.name, [(tp.topic, tp.partition) for tp in partitions], "lost")
+
+
+class Member:
+    """A kconsumer Consumer polling in its own thread (see the module docstring).
+
+    `close()` closes it from its thread (revocation callback and commit included); `crash()` stops
+    it without leaving: the thread stops polling and the consumer's runtime is shut down, so it
+    neither heartbeats nor leaves, as if the process died. `pause()` stops polling (a stuck
+    application) until `resume()`.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        name: str,
+        settings: dict[str, Any],
+        topics: Sequence[str] | SubscriptionPattern,
+        *,
+        commit_on_revoke: bool = True,
+        commit_every: float | None = 0.2,
+    ) -> None:
+        self.ledger = ledger
+        self.name = name
+        self.topics = topics
+        self.commit_on_revoke = commit_on_revoke
+        self.commit_every = commit_every
+        self.consumer = Consumer({**settings, "client.id": name})
+        self.errors: list[KafkaException] = []
+        self.lost: list[set[Key]] = []
+        self.assigned_calls = self.revoked_calls = self.lost_calls = 0
+        self.commit_failures: list[BaseException] = []
+        #: Next offset to consume of each partition it consumed (what it commits).
+        self.next_offsets: dict[Key, int] = {}
+        self._stop = threading.Event()
+        self._how = "close"
+        self._pause = threading.Event()
+        self.paused = threading.Event()
+        self.stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 30.0) -> None:
+        self._finish("close", timeout)
+
+    def crash(self, timeout: float = 30.0) -> None:
+        self._finish("crash", timeout)
+
+    def _finish(self, how: str, timeout: float) -> None:
+        if self._thread.is_alive():
+            self._how = how
+            self._pause.clear()
+            self._stop.set()
+            self._thread.join(timeout)
+            assert not self._thread.is_alive(), f"{self.name} did not {how} within {timeout} s"
+
+    def pause(self) -> None:
+        self._pause.set()
+        wait_until(self.paused.is_set, 10, what=f"{self.name} to stop polling")
+
+    def resume(self) -> None:
+        self._pause.clear()
+
+    def owned(self) -> set[Key]:
+        return self.ledger.owned_by(self.name)
+
+    # -- the thread ---------------------------------------------------------------------------------
+
+    def commit_keys(self, keys: Iterable[Key]) -> dict[Key, int] | None:
+        """Synchronously commit the processed offsets of `keys`; what was committed (None if the
+        commit failed)."""
+        offsets = {key: self.next_offsets[key] for key in keys if key in self.next_offsets}
+        if not offsets:
+            return {}
+        try:
+            self.consumer.commit(
+                offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
+            )
+        except KafkaException as exc:
+            self.commit_failures.append(exc)
+            return None
+        return offsets
+
+    def _run(self) -> None:
+        consumer = self.consumer
+        consumer.subscribe(self.topics, listener=_Listener(self))
+        last_commit = time.monotonic()
+        dirty = False
+        while not self._stop.is_set():
+            if self._pause.is_set():
+                self.paused.set()
+                time.sleep(0.01)
+                continue
+            self.paused.clear()
+            try:
+                message = consumer.poll(0.05)
+            except KafkaException as exc:
+                self.errors.append(exc)
+                continue
+            if message is not None:
+                if message.error() is not None:
+                    self.errors.append(KafkaException(message.error()))
+                else:
+                    self.ledger.received(self.name, message)
+                    key, offset = position(message)
+                    self.next_offsets[key] = offset + 1
+                    dirty = True
+            if self.commit_every is not None and dirty and time.monotonic() - last_commit > self.commit_every:
+                last_commit, dirty = time.monotonic(), False
+                try:
+                    consumer.commit(asynchronous=True)
+                except KafkaException as exc:
+                    self.commit_failures.append(exc)
+        if self._how == "crash":
+            self.ledger.crashed(self.name)
+            crash(consumer)
+        else:
+            try:
+                consumer.close()
+            except KafkaException as exc:
+                self.errors.append(exc)
+        self.stopped.set()
+
+
+def crash(consumer: Consumer) -> None:
+    """Stop `consumer` as a dying process would: no leave heartbeat, no commit, no callback."""
+    runtime, background, fetcher = consumer._runtime, consumer._background, consumer._fetcher
+    consumer._closed = True
+    if runtime is not None:
+        runtime.shutdown()
+    if background is not None:
+        background.stop()
+    fetcher.close()
+
+
+class ConfluentMember:
+    """confluent-kafka's own consumer with ``group.protocol=consumer`` polling in its own thread,
+    reporting to a `Ledger` like `Member` (commits on revocation and every `commit_every` s)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        name: str,
+        bootstrap: str,
+        group: str,
+        topics: Sequence[str],
+        *,
+        commit_every: float | None = 0.2,
+    ) -> None:
+        self.ledger = ledger
+        self.name = name
+        self.topics = list(topics)
+        self.commit_every = commit_every
+        self.consumer = ck.Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "client.id": name,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "log_level": 3,
+            }
+        )
+        self.errors: list[Any] = []
+        self.next_offsets: dict[Key, int] = {}
+        self._stop = threading.Event()
+        self.stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def owned(self) -> set[Key]:
+        return self.ledger.owned_by(self.name)
+
+    def close(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"{self.name} did not close within {timeout} s"
+
+    def _assigned(self, consumer: ck.Consumer, partitions: list[TopicPartition]) -> None:
+        self.ledger.assigned(self.name, [(tp.topic, tp.partition) for tp in partitions])
+
+    def _revoked(self, consumer: ck.Consumer, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        offsets = {key: self.next_offsets[key] for key in keys if key in self.next_offsets}
+        committed: dict[Key, int] | None = offsets
+        if offsets:
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                    asynchronous=False,
+                )
+            except KafkaException as exc:
+                self.errors.append(exc)
+                committed = None
+        self.ledger.released(self.name, keys, "revoked", committed)
+
+    def _lost(self, consumer: ck.Consumer, partitions: list[TopicPartition]) -> None:
+        self.ledger.released(self.name, [(tp.topic, tp.partition) for tp in partitions], "lost")
+
+    def _run(self) -> None:
+        consumer = self.consumer
+        consumer.subscribe(self.topics, on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
+        last_commit = time.monotonic()
+        dirty = False
+        while not self._stop.is_set():
+            message = consumer.poll(0.05)
+            if message is not None:
+                if message.error() is not None:
+                    self.errors.append(message.error())
+                else:
+                    self.ledger.received(self.name, message)
+                    key, offset = position(message)
+                    self.next_offsets[key] = offset + 1
+                    dirty = True
+            if self.commit_every is not None and dirty and time.monotonic() - last_commit > self.commit_every:
+                last_commit, dirty = time.monotonic(), False
+                try:
+                    consumer.commit(asynchronous=True)
+                except KafkaException as exc:
+                    self.errors.append(exc)
+        consumer.close()
+        self.stopped.set()
+
+
+# -- producing -----------------------------------------------------------------------------------------
+
+
+class Feeder:
+    """Appends `batch` records to every partition of `topic` every `every` seconds, in the
+    background, until `stop()`; `produced` holds every offset written, by partition. The partition
+    count is read again each round, so partitions added later are fed too."""
+
+    def __init__(self, cluster: ReferenceCluster, topic: str, *, batch: int = 2, every: float = 0.02) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.batch = batch
+        self.every = every
+        self.produced: dict[Key, list[int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._counter = 0
+        self._thread = threading.Thread(target=self._run, name=f"feeder-{topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.produce_round()
+
+    def produce_round(self) -> None:
+        partitions = self.cluster.topics().get(self.topic, 0)
+        for partition in range(partitions):
+            values = [f"{self.topic}-{partition}-{self._counter + i}" for i in range(self.batch)]
+            self._counter += self.batch
+            offsets = self.cluster.produce(self.topic, values, partition=partition)
+            with self._lock:
+                self.produced.setdefault((self.topic, partition), []).extend(offsets)
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self.produced.values())
+
+    def stop(self) -> dict[Key, list[int]]:
+        self._stop.set()
+        self._thread.join(10)
+        with self._lock:
+            return {key: list(offsets) for key, offsets in self.produced.items()}

@@ -1,0 +1,113 @@
+"""The invariant checks of the test harness fail when they should (so the integration tests that
+rely on them can fail)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Message
+from consumer_harness import Ledger
+
+P0 = ("t", 0)
+
+
+def record(offset: int, partition: int = 0) -> Message:
+    return Message(topic="t", partition=partition, offset=offset, value=b"v")
+
+
+def committed_at(value: int | None) -> Ledger:
+    return Ledger(lambda keys: dict.fromkeys(keys, value))
+
+
+def test_a_clean_history_passes() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.received("a", record(1))
+    ledger.released("a", [P0], "revoked", {P0: 2})
+    ledger._committed = lambda keys: dict.fromkeys(keys, 2)
+    ledger.assigned("b", [P0])
+    ledger.received("b", record(2))
+    ledger.check({P0: [0, 1, 2]})
+
+
+def test_a_record_of_a_partition_not_owned_fails() -> None:
+    ledger = committed_at(None)
+    ledger.received("a", record(0))
+    with pytest.raises(AssertionError, match="without owning"):
+        ledger.check()
+
+
+def test_two_members_consuming_one_partition_fails() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.assigned("b", [P0])
+    ledger.received("b", record(1))
+    ledger.received("a", record(2))  # a still thinks it owns it
+    ledger.released("a", [P0], "lost")
+    with pytest.raises(AssertionError, match="after another member consumed"):
+        ledger.check()
+
+
+def test_assigned_while_another_holds_it_is_only_fine_when_lost() -> None:
+    for how, fails in (("lost", False), ("crashed", False), ("revoked", True)):
+        ledger = committed_at(None)
+        ledger.assigned("a", [P0])
+        ledger.assigned("b", [P0])
+        ledger.released("a", [P0], how)
+        if fails:
+            with pytest.raises(AssertionError, match="not lost"):
+                ledger.check()
+        else:
+            ledger.check()
+
+
+def test_a_missing_record_fails() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    with pytest.raises(AssertionError, match="never consumed"):
+        ledger.check({P0: [0, 1]})
+
+
+def test_a_duplicate_below_the_committed_offset_fails() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    for offset in range(4):
+        ledger.received("a", record(offset))
+    ledger.released("a", [P0], "lost")
+    ledger._committed = lambda keys: dict.fromkeys(keys, 2)
+    ledger.assigned("b", [P0])
+    ledger.received("b", record(2))  # inside the uncommitted window: fine
+    ledger.received("b", record(3))
+    ledger.check({P0: [0, 1, 2, 3]})
+    ledger.received("b", record(1))  # below what was committed
+    with pytest.raises(AssertionError, match="although 2 was committed"):
+        ledger.check()
+
+
+def test_not_starting_at_the_committed_offset_fails() -> None:
+    ledger = committed_at(3)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(4))
+    with pytest.raises(AssertionError, match="not at the committed offset 3"):
+        ledger.check()
+
+
+def test_a_revocation_commit_not_found_by_the_next_owner_fails() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.released("a", [P0], "revoked", {P0: 1})
+    ledger.assigned("b", [P0])  # the committed offset is still None
+    with pytest.raises(AssertionError, match="committed 1 when revoked"):
+        ledger.check()
+
+
+def test_the_same_record_twice_in_one_assignment_fails() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.received("a", record(0))
+    with pytest.raises(AssertionError, match="twice in one assignment"):
+        ledger.check()
