@@ -39,11 +39,7 @@ def test_a_module_class_assignor_is_selected_by_its_name(make_driver: Any, monke
 
 
 def test_explicit_assignors_must_cover_the_configured_names() -> None:
-    try:
+    with pytest.raises(ValueError, match="missing"):
         GroupCoordinator(
             CoordinatorConfig(assignors=("uniform", "missing")), assignors={"uniform": UniformAssignor()}
         )
-    except ValueError as exc:
-        assert "missing" in str(exc)
-    else:  # pragma: no cover
-        raise AssertionError("expected a ValueError")
