@@ -93,11 +93,14 @@ def _numbers(count: int) -> Sequence[int]:
     Frozensets built from slices of one shared list reuse its int objects instead of creating
     new ones for every partition above 256. The list is a pure memo (its content is fixed).
     """
+    global _NUMBERS
     if count > MAX_SHARED_PARTITION_NUMBERS:
         return range(count)
-    if len(_NUMBERS) < count:
-        _NUMBERS.extend(range(len(_NUMBERS), count))
-    return _NUMBERS
+    numbers = _NUMBERS
+    if len(numbers) < count:
+        # A new list, published by one assignment: a concurrent caller keeps a valid old one.
+        numbers = _NUMBERS = list(range(min(max(count, 2 * len(numbers)), MAX_SHARED_PARTITION_NUMBERS)))
+    return numbers
 
 
 class Chunker:

@@ -83,17 +83,15 @@ class HeterogeneousBuilder:
         self.converged = True
 
         # Members with identical subscriptions form a class; topics map to the classes subscribing.
-        class_index: dict[frozenset[Uuid], int] = {}
-        class_members: list[list[int]] = []
-        self._member_class: list[int] = []
-        for i, member in enumerate(members):
-            subscribed = member.subscribed_topic_ids
-            c = class_index.get(subscribed)
-            if c is None:
-                c = class_index[subscribed] = len(class_members)
-                class_members.append([])
-            class_members[c].append(i)
-            self._member_class.append(c)
+        subscriptions = [member.subscribed_topic_ids for member in members]
+        class_index = {subscribed: c for c, subscribed in enumerate(dict.fromkeys(subscriptions))}
+        self._member_class: list[int] = list(map(class_index.__getitem__, subscriptions))
+        class_members: list[list[int]] = [[] for _ in class_index]
+        if len(class_members) == 1:
+            class_members[0] = list(range(len(members)))
+        else:
+            for i, c in enumerate(self._member_class):
+                class_members[c].append(i)
         topic_classes: dict[Uuid, list[int]] = {}
         for subscribed, c in class_index.items():
             for topic_id in subscribed:
