@@ -45,6 +45,7 @@ from .context import ClientAssignmentRun, Context, rebalance_timer, session_time
 from .membership import bump_group_epoch, fence_member
 from .metadata import EMPTY_IMAGE, MetadataImage
 from .model import ConsumerGroup, MemberAssignmentState, ResolvedRegex
+from .record_log import RecordLog
 from .records import OffsetTombstone, Record, RegexRecord
 from .state import CoordinatorState, RecordWriter
 from .timers import Timers
@@ -70,7 +71,7 @@ class GroupCoordinator:
 
     `new_member_id` generates member ids for heartbeat v0 joins with an empty id (a server
     passes a random UUID generator; the default counts, for determinism). `keep_log` keeps
-    every record written in `log`, for failover and tests.
+    the record log (`log`, compacted by key: its size follows the state) for failover.
     """
 
     def __init__(
@@ -98,7 +99,7 @@ class GroupCoordinator:
         self.timers = Timers()
         self.client_runs: dict[str, ClientAssignmentRun] = {}
         self.new_member_id = new_member_id or _counter_ids()
-        self.log: list[Record] | None = [] if keep_log else None
+        self.log: RecordLog | None = RecordLog() if keep_log else None
 
     # -- plumbing ----------------------------------------------------------------------------
 

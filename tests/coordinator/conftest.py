@@ -65,7 +65,12 @@ class Driver:
         ]
 
     def join(
-        self, member_id: str, topics: list[str] | None = None, group: str = "g", version: int = 1, **fields: Any
+        self,
+        member_id: str,
+        topics: list[str] | None = None,
+        group: str = "g",
+        version: int = 1,
+        **fields: Any,
     ) -> ConsumerGroupHeartbeatResponse:
         fields.setdefault("rebalance_timeout_ms", 60_000)
         fields.setdefault("subscribed_topic_names", topics if topics is not None else ["foo"])
@@ -83,7 +88,9 @@ class Driver:
     ) -> ConsumerGroupHeartbeatResponse:
         if owned is not None:
             fields["topic_partitions"] = self.tps(owned)
-        request = ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch, **fields)
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, **fields
+        )
         return self.coordinator.heartbeat(request, version, self.now, "client", "/127.0.0.1").response
 
     def advance(self, ms: int) -> None:

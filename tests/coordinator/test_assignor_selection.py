@@ -257,12 +257,12 @@ def assert_failed(d: Any, result: Any, before: Any, log_length: int) -> None:
     assert response.assignment is None
     assert result.records == []
     assert d.coordinator.state.snapshot() == before
-    assert len(d.coordinator.log) == log_length
+    assert d.coordinator.log.appended == log_length
 
 
 def test_failing_assignor_on_the_first_join(flaky: Any) -> None:
     d, assignor = flaky
-    before, log_length = d.coordinator.state.snapshot(), len(d.coordinator.log)
+    before, log_length = d.coordinator.state.snapshot(), d.coordinator.log.appended
     result = raw(d, "A", 0, server_assignor="flaky", **JOIN)
     assert_failed(d, result, before, log_length)
     assert d.coordinator.group("g") is None  # not even created
@@ -276,7 +276,7 @@ def test_failing_assignor_on_the_first_join(flaky: Any) -> None:
 def test_failing_assignor_on_a_later_join(flaky: Any) -> None:
     d, _assignor = flaky
     d.join("A", server_assignor="range")
-    before, log_length = d.coordinator.state.snapshot(), len(d.coordinator.log)
+    before, log_length = d.coordinator.state.snapshot(), d.coordinator.log.appended
     deadline = d.coordinator.timers.get(session_timer("g", "A"))
     d.advance(1_000)
     # B's vote ties with A's: "flaky" < "range" by name, so the failing assignor is chosen.
@@ -299,7 +299,7 @@ def test_failing_assignor_after_a_topic_change(flaky: Any) -> None:
     g = d.coordinator.group("g")
     assert (g.group_epoch, g.assignment_epoch) == (3, 2)
     deadline = d.coordinator.timers.get(session_timer("g", "A"))
-    before, log_length = d.coordinator.state.snapshot(), len(d.coordinator.log)
+    before, log_length = d.coordinator.state.snapshot(), d.coordinator.log.appended
     d.advance(1_000)
     result = raw(d, "A", 2, topic_partitions=d.tps({"foo": range(4)}))
     assert_failed(d, result, before, log_length)
@@ -316,7 +316,7 @@ def test_failing_assignor_during_a_static_replacement(flaky: Any) -> None:
     d.join("A", server_assignor="flaky", instance_id="i")
     d.heartbeat("A", -2, instance_id="i")
     assignor.failing = True
-    before, log_length = d.coordinator.state.snapshot(), len(d.coordinator.log)
+    before, log_length = d.coordinator.state.snapshot(), d.coordinator.log.appended
     # A new subscription forces a computation, which fails: the old member is back as it was.
     result = raw(d, "A2", 0, instance_id="i", **{**JOIN, "subscribed_topic_names": ["foo", "bar"]})
     assert_failed(d, result, before, log_length)

@@ -126,7 +126,11 @@ def test_member_failure(driver: Any) -> None:
     d.heartbeat("B", 3, owned={"foo": [3, 4]})
     d.heartbeat("C", 4, owned={})
     g = d.coordinator.group("g")
-    assert {m: d.assigned(m) for m in "ABC"} == {"A": {"foo": [0, 1]}, "B": {"foo": [3, 4]}, "C": {"foo": [2, 5]}}
+    assert {m: d.assigned(m) for m in "ABC"} == {
+        "A": {"foo": [0, 1]},
+        "B": {"foo": [3, 4]},
+        "C": {"foo": [2, 5]},
+    }
 
     # B and C keep heartbeating; A does not. After the session timeout A is removed: epoch 5.
     while "A" in g.members:

@@ -52,10 +52,10 @@ def assert_error(
 
 def rejected(d: Any, code: ErrorCode, message: str | None = None, version: int = 1, **fields: Any) -> None:
     before = d.coordinator.state.snapshot()
-    log_length = len(d.coordinator.log)
+    log_length = d.coordinator.log.appended
     assert_error(d, call(d, version, **fields), code, message)
     assert d.coordinator.state.snapshot() == before
-    assert len(d.coordinator.log) == log_length
+    assert d.coordinator.log.appended == log_length
 
 
 def client_assignor(name: str = "sticky", low: int = 0, high: int = 1, used: int = 0, **kw: Any) -> Assignor:
