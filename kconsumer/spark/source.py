@@ -1,0 +1,222 @@
+"""The ``kconsumer`` PySpark data source: streaming and batch reads of Kafka topics.
+
+::
+
+    from kconsumer.spark import register
+
+    register(spark)
+    events = (
+        spark.readStream.format("kconsumer")
+        .option("kafka.bootstrap.servers", "broker:9092")
+        .option("group.id", "orders-pipeline")
+        .option("subscribe", "orders")
+        .load()
+    )
+
+How a streaming query works (docs/spark.md has the whole story):
+
+- **The driver is the group member.** The stream reader's driver-side methods (``initialOffset``,
+  ``latestOffset``, ``partitions``, ``commit``) run in one long-lived Python process per query;
+  the first of them creates a membership-only kconsumer `Consumer` there (`DriverMember`, kept in
+  `MEMBERS` by reader identity, never pickled).
+- **latestOffset is the batch boundary.** Spark calls it only when the previous batch completed
+  (its sink output and commit log are written), with that batch's end as `start`. There the
+  source (1) commits `start` to the group for partitions it still owns, (2) calls ``poll(0)``, so
+  pending rebalance callbacks run: revoked partitions get their completed offsets committed, then
+  the revocation is acknowledged, (3) plans the next batch's ranges for the partitions it owns now.
+  ``commit(end)`` only commits offsets: Spark calls it after it planned the *next* batch and
+  before running it, so acknowledging a revocation there could hand a partition to another member
+  while this query is about to read it.
+- **Executors read offset ranges** with a plain confluent-kafka consumer in manual-assign mode,
+  never joining the group, and hand Spark Arrow record batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from .batch import plan_batch
+from .executor import read_range
+from .membership import MEMBERS, DriverMember
+from .offsets import OffsetRange, SourceOffset, admit, batch_ranges
+from .options import SourceOptions, parse_options
+from .rows import SCHEMA_DDL
+
+log = logging.getLogger("kconsumer.spark")
+
+#: The format name: ``spark.readStream.format("kconsumer")``.
+FORMAT = "kconsumer"
+
+
+class RangePartition(InputPartition):
+    """One Spark input partition: the offsets ``[start, until)`` of one Kafka partition."""
+
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"RangePartition({r.topic}-{r.partition} [{r.start}, {r.until}))"
+
+
+class KConsumerDataSource(DataSource):
+    """The ``kconsumer`` format (options: `kconsumer.spark.options`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """``"kconsumer"``."""
+        return FORMAT
+
+    def schema(self) -> str:
+        """Spark's Kafka row schema (`kconsumer.spark.rows`)."""
+        return SCHEMA_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        """A batch reader of explicit offset ranges (``spark.read.format("kconsumer")``)."""
+        return KConsumerBatchReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        """A micro-batch reader whose driver is a member of ``group.id``."""
+        return KConsumerStreamReader(parse_options(self.options, streaming=True))
+
+
+def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+    rng = partition.range if isinstance(partition, RangePartition) else partition.value
+    assert isinstance(rng, OffsetRange), f"not a kconsumer input partition: {partition!r}"
+    return read_range(
+        options.client_config(),
+        rng,
+        timeout_s=options.read_timeout_ms / 1000,
+        fail_on_data_loss=options.fail_on_data_loss,
+    )
+
+
+class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming reader (see the module docstring). Pickled to executors with its options and
+    identity only: the group member stays in this process's `MEMBERS`."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._id = uuid.uuid4().hex
+        self._target: dict[tuple[str, int], int] | None = None
+        self._latest: dict[tuple[str, int], int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_options": self._options, "_id": self._id}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._options = state["_options"]
+        self._id = state["_id"]
+        self._target = None
+        self._latest = {}
+
+    def _member(self) -> DriverMember:
+        return MEMBERS.get(self._id, lambda: DriverMember(self._options))
+
+    # -- offsets (driver) --------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        """No partition yet: each one starts where the group's committed offset says when it is
+        assigned. Starts joining the group."""
+        self._member()
+        return SourceOffset().to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``maxRecordsPerTrigger`` as a `ReadMaxRows`, else everything available."""
+        limit = self._options.max_records_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Join, wait for the first assignment, and fix the target: the latest offset of every
+        partition of the subscription now. Batches never read past it; partitions created later
+        are not read."""
+        member = self._member()
+        member.wait_for_assignment(self._options.join_timeout_ms / 1000)
+        self._target = member.cluster.list_offsets(member.cluster.partitions(), "latest")
+        log.info("kconsumer: Trigger.AvailableNow target %s", self._target)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The batch boundary: commit the completed batch (`start`), let the group rebalance, plan
+        the next batch over the partitions owned now (see the module docstring)."""
+        member = self._member()
+        previous = SourceOffset.from_json(start)
+        member.settle(previous.offsets)
+        member.boundary()
+        if member.fresh and set(member.fresh) - member.owned():
+            # Assigned partitions whose committed offsets are still being fetched: a short wait
+            # keeps them in this batch (and keeps Trigger.AvailableNow from ending without them).
+            member.wait_for_assignment(1.0)
+        owned = member.owned()
+        starts = member.starts(previous)
+        begin = {k: previous.offsets[k] for k in owned if k not in member.fresh and k in previous.offsets}
+        begin.update(starts)
+        latest = member.cluster.list_offsets(begin, "latest")
+        self._latest = dict(latest)
+        if self._target is not None:
+            latest = {k: min(v, self._target.get(k, begin[k])) for k, v in latest.items()}
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        ends = admit(begin, latest, max_rows)
+        new = sum(ends[k] - begin[k] for k in ends)
+        if new == 0 or (isinstance(limit, ReadMinRows) and new < limit.min_rows):
+            return start
+        member.planned(starts)
+        return SourceOffset(ends, starts).to_json()
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The latest offsets seen at the last planning, for the query's progress."""
+        return SourceOffset(self._latest).to_json() if self._latest else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """One input partition per Kafka partition with records in (start, end]."""
+        self._member()
+        ranges = batch_ranges(SourceOffset.from_json(start), SourceOffset.from_json(end))
+        return [RangePartition(r) for r in ranges]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark completed every batch up to `end`: commit it to the group (no rebalance here)."""
+        member = MEMBERS.find(self._id)
+        if member is not None:
+            member.settle(SourceOffset.from_json(end).offsets)
+
+    def stop(self) -> None:
+        """Leave the group: revoked partitions get the completed batch's offsets committed."""
+        MEMBERS.close(self._id)
+
+    # -- records (executors) ---------------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The records of one planned range, as Arrow record batches."""
+        return _read(self._options, partition)
+
+
+class KConsumerBatchReader(DataSourceReader):
+    """A batch read of explicit offset ranges, or of a group's committed-to-latest range."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+
+    def partitions(self) -> list[InputPartition]:
+        """One input partition per Kafka partition with records to read."""
+        return [RangePartition(r) for r in plan_batch(self._options)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The records of one range, as Arrow record batches."""
+        return _read(self._options, partition)
+
+
+def register(spark: Any) -> None:
+    """Register the ``kconsumer`` format with a SparkSession."""
+    spark.dataSource.register(KConsumerDataSource)
