@@ -464,9 +464,24 @@ def _response(
         and request.topic_partitions is not None
     )
     assigned = member.current.assigned
-    if request.member_epoch == 0 or full_request or not same_assigned_partitions(assigned_before, assigned):
+    target = group.target_of(member.member_id)
+    # A member reaching the epoch of a client-side assignment with nothing left to receive gets
+    # its AssignmentMetadata even if its partitions did not change (a member that only revoked):
+    # on_assignment is called once per epoch (EXTENSIONS.md §4.3). One still waiting for
+    # partitions gets it with them.
+    reached_client_epoch = (
+        target.assignor_output is not None
+        and request.member_epoch != member.member_epoch
+        and member.member_epoch == group.assignment_epoch
+        and not any(frozenset(parts) - assigned.get(t, {}).keys() for t, parts in target.partitions.items())
+    )
+    if (
+        request.member_epoch == 0
+        or full_request
+        or reached_client_epoch
+        or not same_assigned_partitions(assigned_before, assigned)
+    ):
         response.assignment = Assignment(topic_partitions=to_topic_partitions(assigned.items()))
-        target = group.target_of(member.member_id)
         pending = [
             (topic, frozenset(parts) - assigned.get(topic, {}).keys())
             for topic, parts in target.partitions.items()

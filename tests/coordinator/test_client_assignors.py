@@ -624,6 +624,27 @@ def test_no_assignment_metadata_from_server_side_assignors(d: Any) -> None:
     assert response.assignment is not None and response.assignment_metadata is None
 
 
+def test_assignment_metadata_comes_when_the_epoch_moves_without_new_partitions(d: Any) -> None:
+    # A only gives partitions up: once it acknowledged, its epoch moves and it gets its metadata
+    # for that epoch (on_assignment once per epoch) though its partitions do not change again.
+    join(d, "A", ca())
+    prepare(d, "A")
+    install(d, "A", 2, {"A": {"foo": [0, 1, 2, 3]}}, metadata={"A": (1, b"all")})
+    d.heartbeat("A", 1, owned={})
+    join(d, "B", ca())
+    d.heartbeat("A", 2, owned={"foo": [0, 1, 2, 3]})
+    prepare(d, "A")
+    install(d, "A", 3, {"A": {"foo": [0, 1]}, "B": {"foo": [2, 3]}}, metadata={"A": (1, b"half")})
+    told = d.heartbeat("A", 2, owned={"foo": [0, 1, 2, 3]})
+    assert told.member_epoch == 2 and told.assignment_metadata is None
+    acked = d.heartbeat("A", 2, owned={"foo": [0, 1]})
+    assert (acked.member_epoch, d.response_assignment(acked)) == (3, {"foo": [0, 1]})
+    assert acked.assignment_metadata.metadata_bytes == b"half" and acked.pending_topic_partitions == []
+    # Nothing changes any more: no assignment, no metadata.
+    again = d.heartbeat("A", 3, owned={"foo": [0, 1]})
+    assert again.assignment is None and again.assignment_metadata is None
+
+
 def test_assignment_metadata_comes_when_the_partitions_do(d: Any) -> None:
     # B waits for partitions A still owns: its (empty) assignment does not change, so nothing is
     # sent; its metadata comes with the partitions.
@@ -708,12 +729,15 @@ def test_case_study_client_side_assignment(d: Any) -> None:
     assert b.member_epoch == 3 and d.assigned("B") == {}
     assert d.member("B").state == MemberAssignmentState.UNRELEASED_PARTITIONS
 
-    # 8. A is told to revoke 1 and 3 (epoch stays 2), then acknowledges: epoch 3.
+    # 8. A is told to revoke 1 and 3 (epoch stays 2), then acknowledges: epoch 3, with its
+    #    assignment metadata for epoch 3 (its partitions did not change again).
     a = d.heartbeat("A", 2, owned={"foo": [0, 1, 2, 3]})
     assert (a.member_epoch, d.response_assignment(a)) == (2, {"foo": [0, 2]})
+    assert a.assignment_metadata is None
     assert d.pending("A") == {"foo": [1, 3]}
     a = d.heartbeat("A", 2, owned={"foo": [0, 2]})
-    assert a.member_epoch == 3 and a.assignment is None
+    assert (a.member_epoch, d.response_assignment(a)) == (3, {"foo": [0, 2]})
+    assert a.assignment_metadata.metadata_bytes == b"a"
 
     # 9. B gets 1 and 3 with its metadata. The group is stable with exactly the installed assignment.
     b = d.heartbeat("B", 3, owned={})
