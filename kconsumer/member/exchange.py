@@ -137,7 +137,8 @@ class HeartbeatExchange:
             if meta is None
             else AssignmentMetadata(meta.error, meta.metadata_version, meta.metadata_bytes)
         )
-        self._recon.receive(partitions, metadata, self._epoch)
+        pending = {tp.topic_id: tp.partitions for tp in response.pending_topic_partitions or ()}
+        self._recon.receive(partitions, metadata, self._epoch, pending)
         if state is not S.ACKNOWLEDGING:
             self._reconcile()
 

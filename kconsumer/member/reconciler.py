@@ -160,6 +160,8 @@ class Reconciler:
         self._names: dict[Uuid, str] = {}
         self._target: dict[Uuid, frozenset[int]] | None = None
         self._pending_metadata: AssignmentMetadata | None = None
+        #: Partitions of the target not released to this member yet, for on_assignment.
+        self._pending_for_callback: dict[Uuid, frozenset[int]] = {}
         self._metadata_epoch = -1
         self._target_for_callback: tuple[TopicIdPartition, ...] = ()
         self._first_assignment = True
@@ -192,12 +194,18 @@ class Reconciler:
         assignment: Mapping[Uuid, Iterable[int]],
         metadata: AssignmentMetadata | None,
         member_epoch: int,
+        pending: Mapping[Uuid, Iterable[int]] | None = None,
     ) -> None:
-        """A new target from a heartbeat response (topics with no partitions are dropped)."""
+        """A new target from a heartbeat response (topics with no partitions are dropped).
+        `pending` are the response's PendingTopicPartitions: on_assignment sees them too (the
+        member's whole target, seed: "contains partitions that are not revoked yet")."""
         self._target = {tid: frozenset(parts) for tid, parts in assignment.items() if parts}
         if metadata is not None and self._has_assignors and member_epoch > self._metadata_epoch:
             self._metadata_epoch = member_epoch
             self._pending_metadata = metadata
+            self._pending_for_callback = {
+                tid: frozenset(parts) for tid, parts in (pending or {}).items() if parts
+            }
 
     def learn_names(self, names: Mapping[Uuid, str], now_ms: int) -> None:
         """Topic names from a metadata update; schedules a new refresh if ids stay unknown."""
@@ -223,7 +231,10 @@ class Reconciler:
     def _unresolved(self) -> frozenset[Uuid]:
         if self._target is None:
             return frozenset()
-        return frozenset(tid for tid in self._target if tid not in self._names)
+        ids = set(self._target)
+        if self._pending_metadata is not None:
+            ids.update(self._pending_for_callback)
+        return frozenset(tid for tid in ids if tid not in self._names)
 
     def _resolved_target(self) -> list[TopicIdPartition]:
         assert self._target is not None
@@ -259,7 +270,13 @@ class Reconciler:
                 or (added and not metadata)
                 or (self._first_assignment and not unresolved)
             ):
-                self._target_for_callback = sort_partitions(resolved)
+                pending = [
+                    TopicIdPartition(tid, self._names[tid], p)
+                    for tid, parts in self._pending_for_callback.items()
+                    if tid in self._names
+                    for p in parts
+                ]
+                self._target_for_callback = sort_partitions({*resolved, *pending})
                 self.step = Step(StepKind.ASSIGN, added, Phase.ON_ASSIGNMENT)
                 progress = self._run()
                 if progress is not Progress.IDLE:
