@@ -70,6 +70,7 @@ class Consumer:
         fetching would start). The PySpark source's driver uses it; executors read the records."""
         self._config = ConsumerConfig.from_dict(config)
         self._member_id = new_member_id()
+        self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
         self._fetcher: Fetcher | MembershipOnlyFetcher = (
             Fetcher(self._config.librdkafka_config(), self._config.group_id)
             if fetch
@@ -79,7 +80,6 @@ class Consumer:
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
         self._background: BackgroundLoop | None = None
-        self._assignors = LocalAssignors.from_config(self._config, self._member_id)
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
             runner = None if self._assignors is None else self._assignors.run
