@@ -21,6 +21,7 @@ USER_ASYNC     fails              fails                        --
 "After the next successful heartbeat" means: at once if the member epoch already changed since the
 attempt was sent, otherwise when the next heartbeat response arrives (it carries the current epoch).
 UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH fail the commit: the heartbeat will fence the member.
+UNKNOWN_TOPIC_ID and UNKNOWN_TOPIC_OR_PARTITION fail it too (a deleted topic: retrying cannot help).
 NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and transport failures also ask for a new coordinator.
 
 Committed-offset fetches (for newly assigned partitions) follow the same epoch rule (the epoch must
@@ -251,7 +252,7 @@ class CommitManager:
             else:
                 op.waiting_heartbeat = True
             return None if op.commit_id in self._commits else op.commit_id
-        retriable = code.retriable or code in COORDINATOR_ERRORS
+        retriable = (code.retriable or code in COORDINATOR_ERRORS) and code not in _TOPIC_GONE
         if retriable and op.reason is CommitReason.AUTO:
             self._next_auto_ms = min(self._next_auto_ms, op.retry.failed(now_ms))
         elif retriable and op.reason is not CommitReason.USER_ASYNC and not expired:
@@ -387,3 +388,8 @@ class CommitManager:
 
 
 _FENCING = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
+#: Commit errors that retrying cannot fix although their codes are retriable: the coordinator
+#: does not know the topic (it was deleted; a topic id never comes back) or the partition. A
+#: revocation commit retried until its deadline would hold the rebalance up for
+#: max.poll.interval.ms after a topic deletion.
+_TOPIC_GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})

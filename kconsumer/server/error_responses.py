@@ -74,7 +74,7 @@ def _fetch(request: Message, version: int, code: int, message: str | None) -> Me
                 topic_id=topic.topic_id,
                 partitions=[
                     fetch.PartitionData(
-                        partition_index=p.partition, error_code=code, high_watermark=-1, records=None
+                        partition_index=p.partition, error_code=code, high_watermark=-1, records=b""
                     )
                     for p in topic.partitions
                 ],

@@ -137,8 +137,10 @@ def read_fetch(topics: Topics, request: FetchRequest, version: int) -> tuple[Fet
                     code = ErrorCode.UNKNOWN_TOPIC_ID
                 else:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                # Empty, not null, records, as Kafka (MemoryRecords.EMPTY): librdkafka fails to
+                # parse the whole response on a null record set.
                 partitions.append(
-                    PartitionData(partition_index=index, error_code=code, high_watermark=-1, records=None)
+                    PartitionData(partition_index=index, error_code=code, high_watermark=-1, records=b"")
                 )
                 failed = True
                 continue

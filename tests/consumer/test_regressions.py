@@ -1,0 +1,75 @@
+"""Focused regression tests for bugs the consumer integration tests found (each also covered end to
+end by the integration test named in its docstring)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kconsumer.errors import ErrorCode
+from kconsumer.member.backoff import ExponentialBackoff
+from kconsumer.member.commits import CommitManager, Ids, Membership
+from kconsumer.member.effects import CommitFinished, CommitOffsets, Effect
+from kconsumer.member.model import CommitReason, MemberConfig, PartitionOffset, TopicIdPartition
+from kconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from kconsumer.protocol.uuid import Uuid
+from kconsumer.server.error_responses import error_response
+from kconsumer.server.fetch import read_fetch
+from kconsumer.server.log import Topics
+
+PARTITION = TopicIdPartition(Uuid(b"\x01" * 16), "gone", 0)
+
+
+@pytest.mark.parametrize("code", [ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION])
+@pytest.mark.parametrize("reason", [CommitReason.REVOCATION, CommitReason.CLOSE, CommitReason.USER_SYNC])
+def test_a_commit_to_a_deleted_topic_fails_at_once(code: ErrorCode, reason: CommitReason) -> None:
+    """Before: retried with backoff until its deadline (max.poll.interval.ms for a revocation), so a
+    deleted topic held the member's rebalance up for 5 minutes by default
+    (test_topic_changes.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset)."""
+    config = MemberConfig(group_id="g", auto_commit=False)
+    manager = CommitManager(config, ExponentialBackoff(100, 1000), Ids(), 0)
+    member = Membership("m", 3, frozenset({PARTITION}))
+    out: list[Effect] = []
+    commit_id = manager.commit(reason, 0, member, out, offsets=[PartitionOffset(PARTITION, 7)])
+    (sent,) = [e for e in out if isinstance(e, CommitOffsets)]
+    out.clear()
+    finished = manager.on_commit_result(sent.request_id, code, None, 10, member, out)
+    assert finished == commit_id
+    (result,) = [e for e in out if isinstance(e, CommitFinished)]
+    assert result.error is not None and code.name in str(result.error)
+    assert manager.next_deadline(member, True) is None, "nothing left to retry"
+
+
+def _fetch_request() -> FetchRequest:
+    return FetchRequest(
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[
+            FetchTopic(
+                topic="gone",
+                topic_id=Uuid(b"\x02" * 16),
+                partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1000)],
+            )
+        ],
+    )
+
+
+@pytest.mark.parametrize("version", [12, 16])
+def test_unknown_topic_fetch_answers_empty_records(version: int) -> None:
+    """Before: null records, which librdkafka cannot parse ("invalid MessageSetSize -1"): it drops
+    the whole Fetch response, so a consumer whose topic was deleted and recreated never fetched
+    again (test_topic_changes.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset).
+    Kafka answers an empty record set (MemoryRecords.EMPTY)."""
+    response, _size, failed = read_fetch(Topics(lambda: Uuid(b"\x03" * 16)), _fetch_request(), version)
+    (partition,) = response.responses[0].partitions
+    assert failed and partition.error_code in (
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    )
+    assert partition.records is not None and len(partition.records) == 0
+
+
+def test_injected_fetch_errors_answer_empty_records() -> None:
+    response = error_response(_fetch_request(), 12, ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+    (partition,) = response.responses[0].partitions  # type: ignore[attr-defined]
+    assert partition.records is not None and len(partition.records) == 0
