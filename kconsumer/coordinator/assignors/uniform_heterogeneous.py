@@ -378,21 +378,31 @@ def _water_fill(levels: _Levels, partitions: int) -> list[tuple[list[int], int]]
         gain = top - load
         take = min(rest - len(extras), len(members))
         if take:
-            extras += members[:take]
+            extras = _merge(extras, members[:take])
             shares.append((members[:take], gain + 1))
         if take < len(members):
             remaining = members[take:] if take else members
-            at_top += remaining
+            at_top = _merge(at_top, remaining)
             if gain:
                 shares.append((remaining, gain))
-    if depth > 1:
-        at_top.sort()
-        extras.sort()
     replacement: _Levels = [(top, at_top)] if at_top else []
     if extras:
         if depth < len(levels) and levels[depth][0] == top + 1:
-            levels[depth] = (top + 1, sorted(levels[depth][1] + extras))
+            levels[depth] = (top + 1, _merge(levels[depth][1], extras))
         else:
             replacement.append((top + 1, extras))
     levels[0:depth] = replacement
     return shares
+
+
+def _merge(first: list[int], second: list[int]) -> list[int]:
+    """The members of two ascending lists, ascending (they have none in common)."""
+    if not first:
+        return second
+    if not second:
+        return first
+    if first[-1] < second[0]:
+        return first + second
+    if second[-1] < first[0]:
+        return second + first
+    return sorted(first + second)
