@@ -43,7 +43,7 @@ GONE = Uuid(b"\xee" * 16)
 UNIFORM = UniformAssignor()
 RANGE = RangeAssignor()
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 Plain = dict[str, dict[Uuid, set[int]]]
 
