@@ -27,9 +27,10 @@ member subscribed to its topic; see `AssignmentSpec.subscribers`.) ``examples/ca
 is a complete one that uses member metadata, and `kconsumer.assignors` has client-side ``range``
 and ``uniform``.
 
-Threads: `metadata()` and `on_assignment()` run on the application thread (inside consumer calls);
-`assign()` runs on a worker thread of the consumer, so heartbeats go on while it computes. An
-assignor that shares state between them must lock it.
+Threads: `on_assignment()` runs on the application thread (inside ``poll()``), and so does
+`metadata()` after ``Consumer.update_assignor_metadata()`` (it is also called once when the
+consumer starts, on its background thread); `assign()` runs on a worker thread of the consumer, so
+heartbeats go on while it computes. An assignor that shares state between them must lock it.
 """
 
 from __future__ import annotations

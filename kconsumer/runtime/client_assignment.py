@@ -297,7 +297,18 @@ class LocalAssignors:
 
     async def run(self, runtime: MemberRuntime, member_epoch: int) -> ClientAssignmentResult:
         """Prepare, assign, install (module docstring). Transport and version errors propagate
-        (the runtime turns them into a result); everything else ends in a result."""
+        (the runtime turns them into a result); everything else ends in a result, so the member
+        core always learns that the computation ended."""
+        try:
+            return await self._run(runtime, member_epoch)
+        except (TransportError, KafkaApiError, NoCommonVersionError):
+            raise
+        except Exception as exc:  # a bug or an undecodable response: report it, do not hang
+            log.exception("group %s: the client-side assignment failed", self.group_id)
+            text = f"{type(exc).__name__}: {exc}"
+            return ClientAssignmentResult(member_epoch, ErrorCode.UNKNOWN_SERVER_ERROR, text)
+
+    async def _run(self, runtime: MemberRuntime, member_epoch: int) -> ClientAssignmentResult:
         connection = await runtime.coordinator()
         prepare = ConsumerGroupPrepareAssignmentRequest(
             group_id=self.group_id, member_id=self.member_id, member_epoch=member_epoch

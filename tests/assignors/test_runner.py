@@ -356,3 +356,9 @@ def test_on_assignment_goes_to_the_groups_assignor() -> None:
     assert len(first.events) == 1 and len(second.events) == 1
     assignors.on_assignment(InvokeCallback(2, CallbackKind.ASSIGNMENT, ()), 11)  # no metadata: nothing
     assert len(second.events) == 1
+
+
+def test_an_unexpected_failure_still_ends_the_computation() -> None:
+    runtime = FakeRuntime(FakeConnection(prepare=None))  # not a PrepareAssignment response
+    result = run(LocalAssignors([Scripted()], "g", "me"), runtime)
+    assert result.error is ErrorCode.UNKNOWN_SERVER_ERROR and "AssertionError" in (result.message or "")
