@@ -64,8 +64,12 @@ def wait_until(
         time.sleep(interval)
 
 
-def config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
-    """A kconsumer configuration for tests: earliest reset, commits made by the test's listener."""
+def config(
+    bootstrap: str, group: str, verbatim: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A kconsumer configuration for tests: earliest reset, commits made by the test's listener.
+    `extra` keys are written with underscores for dots (``max_poll_interval_ms=1000``);
+    `verbatim` keys are used as they are."""
     settings: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -76,6 +80,7 @@ def config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
         "fetch.wait.max.ms": 100,
     }
     settings.update({key.replace("_", "."): value for key, value in extra.items()})
+    settings.update(verbatim or {})
     return settings
 
 
@@ -158,6 +163,15 @@ class Ledger:
     def crashed(self, member: str) -> None:
         with self._lock:
             self.released(member, [key for (m, key) in list(self._open) if m == member], "crashed")
+
+    def consuming(self, *members: str) -> bool:
+        """Each of `members` owns partitions and received records of each since it got them."""
+        with self._lock:
+            for member in members:
+                open_intervals = [i for (m, _key), i in self._open.items() if m == member]
+                if not open_intervals or not all(i.offsets for i in open_intervals):
+                    return False
+            return True
 
     def owned_by(self, member: str) -> set[Key]:
         with self._lock:
