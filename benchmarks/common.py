@@ -1,0 +1,186 @@
+"""Shared pieces of the benchmarks: brokers in their own processes, data, statistics, machine facts.
+
+Every broker runs in a process of its own, so that its work (the reference cluster is Python on
+one asyncio loop; the mock cluster is C threads) never shares an interpreter, a GIL or a process
+CPU counter with the client being measured:
+
+* ``reference``: ``python -m kconsumer serve`` (the reference cluster as a standalone process);
+* ``mock``: librdkafka's mock cluster (`benchmarks.mock_broker`, the same code that
+  ``Producer({'test.mock.num.brokers': 1})`` starts, with exact partition counts).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+BROKERS = ("reference", "mock")
+
+
+@dataclass(frozen=True)
+class GroupTimers:
+    """Group timing settings, applied alike to every broker and client that has them."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    #: The reference coordinator's ``group.consumer.assignment.interval.ms``.
+    assignment_interval_ms: int = 0
+
+
+@contextmanager
+def broker(kind: str, topics: Sequence[tuple[str, int]], timers: GroupTimers | None = None) -> Iterator[str]:
+    """Start a broker process with `topics` (name, partitions); yields its bootstrap address."""
+    timers = timers or GroupTimers()
+    if kind == "reference":
+        command = [
+            sys.executable, "-m", "kconsumer", "serve", "--port", "0", "--log-level", "WARNING",
+            "--session-timeout-ms", str(timers.session_timeout_ms),
+            "--heartbeat-interval-ms", str(timers.heartbeat_interval_ms),
+            "--assignment-interval-ms", str(timers.assignment_interval_ms),
+        ]  # fmt: skip
+    elif kind == "mock":
+        command = [
+            sys.executable, "-m", "benchmarks.mock_broker",
+            "--session-timeout-ms", str(timers.session_timeout_ms),
+            "--heartbeat-interval-ms", str(timers.heartbeat_interval_ms),
+            "--initial-rebalance-delay-ms", "0",
+        ]  # fmt: skip
+    else:
+        raise ValueError(f"unknown broker {kind!r} (expected one of {BROKERS})")
+    for name, partitions in topics:
+        command += ["--topic", f"{name}:{partitions}"]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"{kind} broker did not start: {line!r}")
+        yield line.removeprefix("listening on ")
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def payload(size: int) -> bytes:
+    """A value of `size` bytes (random hex, so nothing compresses it away)."""
+    return os.urandom(size // 2 + 1).hex().encode()[:size]
+
+
+def produce(
+    bootstrap: str, topic: str, partitions: int, per_partition: int, size: int
+) -> float:
+    """Write `per_partition` records of `size` bytes to every partition; returns the seconds taken."""
+    import confluent_kafka as ck
+
+    producer = ck.Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10_000, "acks": 1,
+         "batch.size": 900_000}
+    )  # fmt: skip
+    value = payload(size)
+    start = time.perf_counter()
+    for i in range(per_partition):
+        for p in range(partitions):
+            while True:
+                try:
+                    producer.produce(topic, value=value, partition=p)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        if i % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    if left:
+        raise RuntimeError(f"{left} records not delivered to {bootstrap}")
+    return time.perf_counter() - start
+
+
+def watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
+    """(low, high) watermark of every partition."""
+    import confluent_kafka as ck
+
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
+    try:
+        return [consumer.get_watermark_offsets(ck.TopicPartition(topic, p), 10) for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def median(values: Iterable[float]) -> float:
+    data = list(values)
+    return statistics.median(data) if data else math.nan
+
+
+def geomean(values: Iterable[float]) -> float:
+    data = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in data) / len(data)) if data else math.nan
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict[str, str]:
+    """The facts a reader needs to weigh the numbers: cores, CPU, Python, library versions."""
+    import aiokafka
+    import confluent_kafka as ck
+
+    import kconsumer
+
+    try:
+        import psutil
+
+        memory = f"{psutil.virtual_memory().total / 2**30:.0f} GiB"
+    except ImportError:
+        memory = "?"
+    return {
+        "cores": str(os.cpu_count()),
+        "cpu": cpu_model(),
+        "memory": memory,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "kconsumer": kconsumer.__version__,
+        "confluent-kafka": str(ck.version()[0]),
+        "librdkafka": str(ck.libversion()[0]),
+        "aiokafka": aiokafka.__version__,
+    }
+
+
+def git_revision() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "kconsumer"], capture_output=True, text=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )  # fmt: skip
+        return out.stdout.strip() + (" (kconsumer/ modified)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def log(message: str) -> None:
+    """Progress on stderr (the report goes to files and stdout)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

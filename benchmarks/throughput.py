@@ -1,0 +1,431 @@
+"""Consume throughput: kconsumer against raw confluent-kafka and aiokafka, same broker, same data.
+
+For each broker (the reference cluster as ``kconsumer serve``, librdkafka's mock cluster), value
+size and partition count, one topic is filled once with confluent-kafka's producer, then five
+clients read it, each in a process of its own:
+
+* ``kconsumer poll`` / ``kconsumer consume``: `kconsumer.Consumer` through a consumer group
+  (``subscribe``; the broker's KIP-848 coordinator assigns every partition to it);
+* ``confluent poll`` / ``confluent consume``: a raw confluent-kafka ``Consumer`` in manual-assign
+  mode (no group, as kconsumer's own fetch handle);
+* ``aiokafka getmany``: aiokafka's ``AIOKafkaConsumer`` in manual-assign mode.
+
+Each worker first reads the whole data set once (warm-up: connections, the group join, the first
+fetches, code paths), then, on the parent's command, runs timed repetitions: seek every partition
+back to its first offset and read the whole data set, ``passes`` times (enough passes for a few
+hundred thousand records: the mock keeps only 5 MB per partition). Each pass is timed from its
+first non-empty result to its last record (the records of that first result are not counted):
+the steady rate, without the seek and the first fetch's round trip, which are the same for every
+client. The parent interleaves the clients repetition by repetition (so drift on the machine hits
+all alike) and reports the median repetition: records/s, MB/s (values only) and CPU seconds per
+million records (the worker process's user+system CPU over the same spans, every thread:
+application, librdkafka, kconsumer's background loop), plus the application thread's own CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import multiprocessing
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+import psutil
+
+from .common import GroupTimers, broker, geomean, log, median, produce, watermarks
+
+CLIENTS = ("kconsumer poll", "kconsumer consume", "confluent poll", "confluent consume", "aiokafka getmany")
+#: Records per partition by value size: librdkafka's mock keeps at most 5 MB (and 100,000
+#: records) per partition, so the data set has to fit in that for the two brokers to serve the same.
+PER_PARTITION = {100: 40_000, 1024: 4_000}
+#: The broker's long-poll wait for every client (librdkafka and aiokafka default to 500 ms). After
+#: a seek a fetch at the new offset goes out only once the long poll in flight returns; 50 ms keeps
+#: each repetition short. It changes nothing while data is there (fetches then return at once).
+FETCH_WAIT_MS = 50
+#: Pairs (kconsumer client, peer) whose ratio the report prints; the first two carry targets.
+RATIOS = (
+    ("kconsumer consume", "confluent consume", 0.95),
+    ("kconsumer poll", "confluent poll", 0.90),
+    ("kconsumer consume", "aiokafka getmany", None),
+    ("kconsumer poll", "aiokafka getmany", None),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One data set on one broker."""
+
+    broker: str
+    size: int
+    partitions: int
+
+    @property
+    def topic(self) -> str:
+        return f"bench-{self.size}b-{self.partitions}p"
+
+    @property
+    def per_partition(self) -> int:
+        return PER_PARTITION.get(self.size, max(1, 4_000_000 // (self.size + 60)))
+
+    @property
+    def label(self) -> str:
+        return f"{self.broker}, {self.size} B, {self.partitions} partition{'s' if self.partitions > 1 else ''}"
+
+
+@dataclass
+class Sample:
+    """One timed repetition."""
+
+    records: int
+    seconds: float
+    cpu_seconds: float
+    app_cpu_seconds: float
+
+
+@dataclass
+class ClientResult:
+    cell: Cell
+    client: str
+    warmup_seconds: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def rate(self) -> float:
+        """Median records/s."""
+        return median(s.records / s.seconds for s in self.samples) if self.samples else math.nan
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.rate * self.cell.size / 1e6
+
+    @property
+    def cpu_per_million(self) -> float:
+        return median(s.cpu_seconds / s.records * 1e6 for s in self.samples) if self.samples else math.nan
+
+    @property
+    def app_cpu_per_million(self) -> float:
+        return median(s.app_cpu_seconds / s.records * 1e6 for s in self.samples) if self.samples else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "broker": self.cell.broker, "size": self.cell.size, "partitions": self.cell.partitions,
+            "client": self.client, "records_per_s": self.rate, "mb_per_s": self.mb_per_s,
+            "cpu_s_per_million": self.cpu_per_million, "app_cpu_s_per_million": self.app_cpu_per_million,
+            "samples": [s.__dict__ for s in self.samples], "warmup_s": self.warmup_seconds,
+            "error": self.error,
+        }  # fmt: skip
+
+
+# -- the worker process ---------------------------------------------------------------------------
+
+
+class _Reader:
+    """One client, able to seek back to the start and read a number of records."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, partitions: int, lows: list[int], batch: int):
+        self.client, self.topic, self.partitions, self.lows, self.batch = client, topic, partitions, lows, batch
+        self.bootstrap = bootstrap
+        self.process = psutil.Process()
+        self.first: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        if client.startswith("aiokafka"):
+            self.loop = asyncio.new_event_loop()
+            self.loop.run_until_complete(self._aio_start())
+            return
+        import confluent_kafka as ck
+
+        if client.startswith("kconsumer"):
+            from kconsumer import Consumer
+
+            self.consumer: Any = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"bench-{uuid.uuid4()}",
+                    "group.protocol": "consumer",
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                    "fetch.wait.max.ms": FETCH_WAIT_MS,
+                }
+            )
+            self.consumer.subscribe([topic])
+        else:
+            self.consumer = ck.Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"bench-{uuid.uuid4()}",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "auto.offset.reset": "earliest",
+                    "fetch.wait.max.ms": FETCH_WAIT_MS,
+                }
+            )
+            self.consumer.assign([ck.TopicPartition(topic, p, lows[p]) for p in range(partitions)])
+
+    async def _aio_start(self) -> None:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        self.aio = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=FETCH_WAIT_MS,
+        )
+        await self.aio.start()
+        self.tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+        self.aio.assign(self.tps)
+        for tp, low in zip(self.tps, self.lows):
+            self.aio.seek(tp, low)
+
+    def rewind(self) -> None:
+        if self.loop is not None:
+            for tp, low in zip(self.tps, self.lows):
+                self.aio.seek(tp, low)
+            return
+        import confluent_kafka as ck
+
+        for p in range(self.partitions):
+            self.consumer.seek(ck.TopicPartition(self.topic, p, self.lows[p]))
+
+    def _mark(self) -> None:
+        """Note the clocks when a pass's first records arrive (the steady rate starts there)."""
+        self.first = (time.perf_counter(), _cpu(self.process), time.thread_time())
+
+    def read(self, expected: int, timeout_s: float = 120.0) -> int:
+        """Read `expected` records (raise if it takes longer than `timeout_s`); returns how many
+        came with the first non-empty result, which `_mark` timestamped."""
+        deadline = time.monotonic() + timeout_s
+        if self.loop is not None:
+            return self.loop.run_until_complete(self._aio_read(expected, deadline))
+        seen = first = 0
+        consumer = self.consumer
+        if self.client.endswith("poll"):
+            poll = consumer.poll
+            while seen < expected:
+                message = poll(1.0)
+                if message is None:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{self.client}: {seen} of {expected} records")
+                    continue
+                if message.error() is not None:
+                    raise RuntimeError(f"{self.client}: {message.error()}")
+                if not seen:
+                    self._mark()
+                    first = 1
+                seen += 1
+        else:
+            consume, batch = consumer.consume, self.batch
+            while seen < expected:
+                messages = consume(batch, 1.0)
+                if not messages:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{self.client}: {seen} of {expected} records")
+                    continue
+                if messages[-1].error() is not None or messages[0].error() is not None:
+                    errors = [m.error() for m in messages if m.error() is not None]
+                    raise RuntimeError(f"{self.client}: {errors[0]}")
+                if not seen:
+                    self._mark()
+                    first = len(messages)
+                seen += len(messages)
+        return first
+
+    async def _aio_read(self, expected: int, deadline: float) -> int:
+        seen = first = 0
+        while seen < expected:
+            data = await self.aio.getmany(timeout_ms=1000, max_records=self.batch)
+            if not data:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.client}: {seen} of {expected} records")
+                continue
+            count = sum(len(records) for records in data.values())
+            if not seen:
+                self._mark()
+                first = count
+            seen += count
+        return first
+
+    def close(self) -> None:
+        if self.loop is not None:
+            self.loop.run_until_complete(self.aio.stop())
+            self.loop.close()
+        else:
+            self.consumer.close()
+
+
+def _cpu(process: Any) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: list[int], batch: int) -> None:
+    """The worker process: warm up, then run repetitions on command."""
+    import psutil
+
+    process = psutil.Process()
+    per_pass = cell.partitions * cell.per_partition
+    try:
+        start = time.perf_counter()
+        reader = _Reader(client, bootstrap, cell.topic, cell.partitions, lows, batch)
+        reader.read(per_pass)
+        conn.send(("ready", time.perf_counter() - start))
+        while True:
+            command = conn.recv()
+            if command[0] == "stop":
+                break
+            total = Sample(0, 0.0, 0.0, 0.0)
+            for _ in range(command[1]):
+                reader.rewind()
+                first_batch = reader.read(per_pass)
+                t1, cpu1, app1 = time.perf_counter(), _cpu(process), time.thread_time()
+                t0, cpu0, app0 = reader.first
+                total.records += per_pass - first_batch
+                total.seconds += t1 - t0
+                total.cpu_seconds += cpu1 - cpu0
+                total.app_cpu_seconds += app1 - app0
+            conn.send(("sample", total))
+        reader.close()
+        conn.send(("closed",))
+    except Exception as exc:  # reported to the parent, which records it with the cell
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+# -- the parent -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    brokers: Sequence[str] = ("reference", "mock")
+    sizes: Sequence[int] = (100, 1024)
+    partitions: Sequence[int] = (1, 8)
+    clients: Sequence[str] = CLIENTS
+    repetitions: int = 5
+    #: Records a repetition reads at least (whole passes over the data set).
+    min_records: int = 320_000
+    batch: int = 10_000
+
+
+def _passes(cell: Cell, settings: Settings) -> int:
+    per_pass = cell.partitions * cell.per_partition
+    scale = 100 / cell.size if cell.size > 100 else 1.0  # the same bytes for bigger values
+    return max(1, math.ceil(settings.min_records * scale / per_pass))
+
+
+def _receive(conn: Connection, process: Any, timeout_s: float) -> tuple[Any, ...]:
+    """The worker's next message, or an ("error", why) if it died or said nothing in time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if conn.poll(0.2):
+            try:
+                return tuple(conn.recv())
+            except EOFError:
+                break
+        if not process.is_alive():
+            return ("error", f"worker exited with code {process.exitcode}")
+    process.kill()
+    return ("error", f"no answer within {timeout_s:.0f} s")
+
+
+def _run_cell(cell: Cell, bootstrap: str, lows: list[int], settings: Settings) -> list[ClientResult]:
+    ctx = multiprocessing.get_context("spawn")
+    results = {client: ClientResult(cell, client) for client in settings.clients}
+    workers: dict[str, tuple[Any, Connection]] = {}
+    try:
+        for client in settings.clients:  # warm up one at a time: joins and first fetches don't overlap
+            parent, child = ctx.Pipe()
+            process = ctx.Process(
+                target=_worker, args=(child, client, bootstrap, cell, lows, settings.batch), daemon=True
+            )
+            process.start()
+            message = _receive(parent, process, 180)
+            if message[0] != "ready":
+                results[client].error = message[1]
+                process.join(5)
+                continue
+            results[client].warmup_seconds = message[1]
+            workers[client] = (process, parent)
+        passes = _passes(cell, settings)
+        order = list(workers)
+        for rep in range(settings.repetitions):
+            for client in order[rep % len(order) :] + order[: rep % len(order)] if order else []:
+                process, conn = workers[client]
+                if results[client].error:
+                    continue
+                conn.send(("run", passes))
+                message = _receive(conn, process, 300)
+                if message[0] == "sample":
+                    results[client].samples.append(message[1])
+                else:
+                    results[client].error = message[1]
+    finally:
+        for _client, (process, conn) in workers.items():
+            try:
+                conn.send(("stop",))
+                conn.poll(30)
+            except (OSError, EOFError):
+                pass
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+    return list(results.values())
+
+
+def run(settings: Settings) -> list[ClientResult]:
+    """Every cell of the settings' matrix; one broker process per broker kind."""
+    results: list[ClientResult] = []
+    for kind in settings.brokers:
+        cells = [Cell(kind, size, partitions) for size in settings.sizes for partitions in settings.partitions]
+        with broker(kind, [(c.topic, c.partitions) for c in cells], GroupTimers()) as bootstrap:
+            for cell in cells:
+                seconds = produce(bootstrap, cell.topic, cell.partitions, cell.per_partition, cell.size)
+                marks = watermarks(bootstrap, cell.topic, cell.partitions)
+                short = [(lo, hi) for lo, hi in marks if hi - lo != cell.per_partition]
+                if short:
+                    raise RuntimeError(f"{cell.label}: the broker kept {short} instead of {cell.per_partition}")
+                log(
+                    f"throughput: {cell.label}: {cell.partitions * cell.per_partition} records written in "
+                    f"{seconds:.1f} s; {_passes(cell, settings)} pass(es) per repetition"
+                )
+                cell_results = _run_cell(cell, bootstrap, [lo for lo, _ in marks], settings)
+                for r in cell_results:
+                    log(
+                        f"  {r.client:18} {r.rate:12,.0f} rec/s {r.mb_per_s:7.1f} MB/s "
+                        f"{r.cpu_per_million:6.2f} CPU s/M" + (f"  ERROR {r.error}" if r.error else "")
+                    )
+                results += cell_results
+    return results
+
+
+def ratios(results: Sequence[ClientResult]) -> list[dict[str, Any]]:
+    """kconsumer's rate over each peer's, per cell, with the target where there is one."""
+    by_key = {(r.cell, r.client): r for r in results}
+    out = []
+    for ours, peer, target in RATIOS:
+        for cell in dict.fromkeys(r.cell for r in results):
+            a, b = by_key.get((cell, ours)), by_key.get((cell, peer))
+            if a is None or b is None or not a.samples or not b.samples:
+                continue
+            out.append({"cell": cell, "ours": ours, "peer": peer, "ratio": a.rate / b.rate, "target": target,
+                        "cpu_ratio": a.cpu_per_million / b.cpu_per_million})  # fmt: skip
+    return out
+
+
+def target_verdicts(results: Sequence[ClientResult]) -> list[dict[str, Any]]:
+    """The two throughput targets over every measured cell: geometric mean and worst cell."""
+    rows = ratios(results)
+    verdicts = []
+    for ours, peer, target in RATIOS:
+        if target is None:
+            continue
+        values = [r for r in rows if r["ours"] == ours and r["peer"] == peer]
+        if not values:
+            continue
+        mean = geomean(r["ratio"] for r in values)
+        worst = min(values, key=lambda r: r["ratio"])
+        verdicts.append({"ours": ours, "peer": peer, "target": target, "geomean": mean, "worst": worst["ratio"],
+                         "worst_cell": worst["cell"].label, "met": mean >= target,
+                         "cells_met": sum(r["ratio"] >= target for r in values), "cells": len(values)})  # fmt: skip
+    return verdicts
