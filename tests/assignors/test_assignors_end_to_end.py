@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from assignor_harness import Call, Group, Member, Scripted, expected_from, round_robin
+from assignor_harness import Call, Compute, Group, Member, Scripted, expected_from, round_robin
 from confluent_kafka import KafkaError
 
 from kconsumer import AssignmentSpec, AssignorMetadata, GroupAssignment, MemberAssignment
@@ -225,8 +225,8 @@ def test_a_member_without_the_assignor_means_server_side_assignment(group: Group
     )
     assert assignor_name(group.cluster) == "uniform"
     computed = len(all_calls(group))
-    time.sleep(0.3)  # heartbeats go on: no member is asked to compute
-    group.poll()
+    until = time.monotonic() + 0.3
+    group.wait(lambda: time.monotonic() > until)  # heartbeats go on: no member is asked to compute
     assert len(all_calls(group)) == computed
 
     group.close(c)
@@ -242,7 +242,7 @@ def test_a_computing_member_that_leaves_is_replaced(group: Group) -> None:
     release = threading.Event()
     blocked: list[str] = []
 
-    def gated(owner: list[str]) -> object:
+    def gated(owner: list[str]) -> Compute:
         def compute(spec: AssignmentSpec) -> GroupAssignment:
             if not blocked:
                 blocked.append(owner[0])
@@ -253,7 +253,7 @@ def test_a_computing_member_that_leaves_is_replaced(group: Group) -> None:
 
     try:
         owners: list[list[str]] = [[], [], []]
-        members = [group.add(Scripted(compute=gated(owner))) for owner in owners]  # type: ignore[arg-type]
+        members = [group.add(Scripted(compute=gated(owner))) for owner in owners]
         for owner, member in zip(owners, members, strict=True):
             owner.append(member.id)
         group.wait(lambda: blocked, what="a computation to start")
@@ -300,9 +300,9 @@ def double_assigns_within_the_group(spec: AssignmentSpec) -> GroupAssignment:
     ],
 )
 def test_an_invalid_assignment_is_rejected_naming_the_rule(
-    group: Group, compute: object, rule: str, members: int
+    group: Group, compute: Compute, rule: str, members: int
 ) -> None:
-    consumers = [group.add(Scripted(compute=compute)) for _ in range(members)]  # type: ignore[arg-type]
+    consumers = [group.add(Scripted(compute=compute)) for _ in range(members)]
     if members == 2:  # wait for both to be in the group before judging the computation
         group.wait(lambda: any(c.spec.members.keys() == {m.id for m in consumers} for c in all_calls(group)))
     failed = group.wait(lambda: [m for m in consumers if m.errors], what="the rejection to reach poll()")
