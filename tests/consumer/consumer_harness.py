@@ -626,3 +626,74 @@ class Feeder:
         self._thread.join(10)
         with self._lock:
             return {key: list(offsets) for key, offsets in self.produced.items()}
+
+
+class ProducerFeeder:
+    """Produces, through confluent-kafka, `per_round` records to each of the `partitions` of `topic`
+    every `every` s in the background (or on demand with `produce_round`); `produced` holds the
+    acknowledged offsets. The first round is produced at once (creating an auto-created topic)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        partitions: int = 4,
+        per_round: int = 2,
+        every: float | None = 0.05,
+    ) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self.per_round = per_round
+        self.producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3})
+        self.produced: dict[Key, list[int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.produce_round()
+        if every is not None:
+            self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+            self._thread.start()
+
+    def _delivered(self, error: Any, message: Any) -> None:
+        assert error is None, error
+        with self._lock:
+            self.produced.setdefault((message.topic(), message.partition()), []).append(message.offset())
+
+    def produce_round(self) -> None:
+        for partition in range(self.partitions):
+            for i in range(self.per_round):
+                self.producer.produce(
+                    self.topic,
+                    value=f"{partition}-{i}".encode(),
+                    partition=partition,
+                    on_delivery=self._delivered,
+                )
+        assert self.producer.flush(10) == 0
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.produce_round()
+
+    def stop(self) -> dict[Key, list[int]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        with self._lock:
+            return {key: sorted(offsets) for key, offsets in self.produced.items()}
+
+
+class CommittedReader:
+    """The group's committed offsets, read through a confluent-kafka handle that never joins."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.handle = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+        self._lock = threading.Lock()
+
+    def __call__(self, keys: Sequence[Key]) -> dict[Key, int | None]:
+        with self._lock:
+            found = self.handle.committed([TopicPartition(t, p) for t, p in keys], timeout=10)
+        return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in found}
+
+    def close(self) -> None:
+        self.handle.close()

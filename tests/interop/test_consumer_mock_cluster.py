@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,10 +32,11 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
 
 from consumer_harness import (  # noqa: E402
+    CommittedReader,
     ConfluentMember,
-    Key,
     Ledger,
     Member,
+    ProducerFeeder,
     config,
     wait_until,
 )
@@ -57,73 +57,6 @@ def mock() -> Iterator[str]:
     (broker,) = brokers.values()
     yield f"{broker.host}:{broker.port}"
     del handle
-
-
-class MockFeeder:
-    """Produces `per_round` records to every partition of `topic` every `every` s in the
-    background (or on demand with `produce_round`); `produced` holds the acknowledged offsets."""
-
-    def __init__(self, bootstrap: str, topic: str, *, per_round: int = 2, every: float | None = 0.05) -> None:
-        self.topic = topic
-        self.per_round = per_round
-        self.producer = confluent_kafka.Producer(
-            {"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3}
-        )
-        self.produced: dict[Key, list[int]] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        # The mock assigns only topics that exist when a member subscribes (it never rebalances
-        # for a topic created later, for librdkafka's own consumer neither): create it now.
-        self.produce_round()
-        if every is not None:
-            self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
-            self._thread.start()
-
-    def _delivered(self, error: Any, message: Any) -> None:
-        assert error is None, error
-        with self._lock:
-            self.produced.setdefault((message.topic(), message.partition()), []).append(message.offset())
-
-    def produce_round(self) -> None:
-        for partition in range(PARTITIONS):
-            for i in range(self.per_round):
-                self.producer.produce(
-                    self.topic,
-                    value=f"{partition}-{i}".encode(),
-                    partition=partition,
-                    on_delivery=self._delivered,
-                )
-        assert self.producer.flush(10) == 0
-
-    def _run(self, every: float) -> None:
-        while not self._stop.wait(every):
-            self.produce_round()
-
-    def stop(self) -> dict[Key, list[int]]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-        with self._lock:
-            return {key: sorted(offsets) for key, offsets in self.produced.items()}
-
-
-class CommittedReader:
-    """The group's committed offsets, read through a confluent-kafka handle that never joins."""
-
-    def __init__(self, bootstrap: str, group: str) -> None:
-        self.handle = confluent_kafka.Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3}
-        )
-        self._lock = threading.Lock()
-
-    def __call__(self, keys: Sequence[Key]) -> dict[Key, int | None]:
-        with self._lock:
-            found = self.handle.committed([TopicPartition(t, p) for t, p in keys], timeout=10)
-        return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in found}
-
-    def close(self) -> None:
-        self.handle.close()
 
 
 @pytest.fixture
@@ -149,7 +82,7 @@ def shares(members: Sequence[Member | ConfluentMember]) -> bool:
 
 def test_a_group_of_kconsumers(mock: str, names: tuple[str, str], stoppable: list[Any]) -> None:
     topic, group = names
-    feeder = MockFeeder(mock, topic)
+    feeder = ProducerFeeder(mock, topic)
     stoppable.append(feeder)
     reader = CommittedReader(mock, group)
     stoppable.append(reader)
@@ -180,7 +113,7 @@ def test_a_mixed_group_of_kconsumers_and_confluent_consumers(
     mock: str, names: tuple[str, str], stoppable: list[Any]
 ) -> None:
     topic, group = names
-    feeder = MockFeeder(mock, topic)
+    feeder = ProducerFeeder(mock, topic)
     stoppable.append(feeder)
     reader = CommittedReader(mock, group)
     stoppable.append(reader)
@@ -223,7 +156,7 @@ def _drain(consumer: Any, count: int, timeout: float = 30.0) -> list[tuple[int, 
 
 def test_offsets_committed_by_one_kind_are_resumed_by_the_other(mock: str, names: tuple[str, str]) -> None:
     topic, group = names
-    feeder = MockFeeder(mock, topic, per_round=5, every=None)
+    feeder = ProducerFeeder(mock, topic, per_round=5, every=None)
 
     # kconsumer reads everything there is, commits on close (auto-commit), leaves.
     ours = Consumer(config(mock, group, enable_auto_commit=True))
