@@ -91,21 +91,22 @@ def test_case_study_client_side_assignment(group: Group) -> None:
     computes (everything to itself) and installs; B joins, A is asked again and installs a split;
     A revokes before B gets anything; both end with exactly the installed assignment, each
     member's on_assignment (with what the assignor wrote for it) before its partitions arrive."""
-    ids: dict[str, str] = {}
 
     def case_study(spec: AssignmentSpec) -> GroupAssignment:
-        if set(spec.members) == {ids["A"]}:
-            return GroupAssignment(members={ids["A"]: MemberAssignment({"t": range(6)}, b"tasks=6")})
+        if len(spec.members) == 1:
+            (only,) = spec.members
+            return GroupAssignment(members={only: MemberAssignment({"t": range(6)}, b"tasks=6")})
+        first = next(m for m, s in spec.members.items() if s.target_partitions)  # A holds everything
+        (second,) = set(spec.members) - {first}
         return GroupAssignment(
             members={
-                ids["A"]: MemberAssignment({"t": [0, 2, 4]}, b"a"),
-                ids["B"]: MemberAssignment({"t": [1, 3, 5]}, b"b"),
+                first: MemberAssignment({"t": [0, 2, 4]}, b"a"),
+                second: MemberAssignment({"t": [1, 3, 5]}, b"b"),
             }
         )
 
     # 1-4. A alone: asked, prepares, installs everything to itself, reconciles.
     a = group.add(Scripted(compute=case_study, meta=AssignorMetadata(version=0, data=b"lag=0")))
-    ids["A"] = a.id
     group.wait(lambda: group.settled({a.id: {"t": tuple(range(6))}}), what="A to own everything")
     (first,) = a.assignor.calls if a.assignor else []
     assert [(m, s.metadata.data, s.target_partitions) for m, s in first.spec.members.items()] == [
@@ -123,7 +124,6 @@ def test_case_study_client_side_assignment(group: Group) -> None:
     # 5-9. B joins; a member is asked again (the coordinator picks the first by member id: A or
     # B), sees both members with their metadata and current targets, and installs the split.
     b = group.add(Scripted(compute=case_study, meta=AssignorMetadata(version=0, data=b"lag=7")))
-    ids["B"] = b.id
     split = {a.id: {"t": (0, 2, 4)}, b.id: {"t": (1, 3, 5)}}
     group.wait(lambda: group.settled(split), what="the split")
     second = latest(group)
@@ -240,25 +240,24 @@ def test_a_computing_member_that_leaves_is_replaced(group: Group) -> None:
     """The first computation blocks; meanwhile its member keeps heartbeating (assign runs off the
     event loop), then closes: the coordinator asks another member, whose result is installed."""
     release = threading.Event()
-    blocked: list[str] = []
+    blocked: list[Scripted] = []
+    gate = threading.Lock()
 
-    def gated(owner: list[str]) -> Compute:
-        def compute(spec: AssignmentSpec) -> GroupAssignment:
-            if not blocked:
-                blocked.append(owner[0])
+    class Gated(Scripted):
+        def assign(self, spec: AssignmentSpec) -> GroupAssignment:
+            with gate:
+                first = not blocked
+                if first:
+                    blocked.append(self)
+            if first:
                 release.wait(30)
-            return round_robin(spec)
-
-        return compute
+            return super().assign(spec)
 
     try:
-        owners: list[list[str]] = [[], [], []]
-        members = [group.add(Scripted(compute=gated(owner))) for owner in owners]
-        for owner, member in zip(owners, members, strict=True):
-            owner.append(member.id)
+        members = [group.add(Gated()) for _ in range(3)]
         group.wait(lambda: blocked, what="a computation to start")
         group.wait(lambda: len((group.cluster.describe_group("g") or group).members) == 3)
-        stuck = next(m for m in members if m.id == blocked[0])
+        stuck = next(m for m in members if m.assignor is blocked[0])
         session_ms = 2000
         until = time.monotonic() + session_ms / 1000 + 0.5
         group.wait(lambda: time.monotonic() > until)  # longer than the session timeout
@@ -269,6 +268,7 @@ def test_a_computing_member_that_leaves_is_replaced(group: Group) -> None:
         call = group.wait(lambda: settled_on_latest(group), what="another member's assignment")
         assert set(call.spec.members) == {m.id for m in members if m is not stuck}
         assert stuck.assignor is not None and call not in stuck.assignor.calls
+        assert not stuck.errors
     finally:
         release.set()
 
