@@ -1,0 +1,60 @@
+"""Each consumer example runs by itself (it starts its own reference cluster) and exits 0.
+
+They run as subprocesses, all at once, each with a timeout; a failure shows the example's output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ["basic_consumer.py", "commit_on_revoke.py", "regex_subscription.py", "static_membership.py"]
+TIMEOUT_S = 90
+
+pytestmark = pytest.mark.timeout(TIMEOUT_S + 30)
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[dict[str, subprocess.Popen[str]]]:
+    """Every example started at once (they are mostly waiting: running them together is quicker)."""
+    started = {
+        name: subprocess.Popen(
+            [sys.executable, str(ROOT / "examples" / name)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name in EXAMPLES
+    }
+    yield started
+    for process in started.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_runs_and_exits_zero(runs: dict[str, subprocess.Popen[str]], name: str) -> None:
+    process = runs[name]
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        output, _ = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"{name} did not finish within {TIMEOUT_S} s:\n{output}")
+    assert process.returncode == 0, f"{name} exited {process.returncode}:\n{output}"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_explains_itself(name: str) -> None:
+    source = (ROOT / "examples" / name).read_text()
+    assert source.startswith('"""'), f"{name} must start with a docstring saying what it shows"
+    assert "--bootstrap-servers" in source and "ReferenceCluster" in source
