@@ -378,12 +378,15 @@ class Member:
         *,
         commit_on_revoke: bool = True,
         commit_every: float | None = 0.2,
+        batch: int | None = None,
     ) -> None:
         self.ledger = ledger
         self.name = name
         self.topics = topics
         self.commit_on_revoke = commit_on_revoke
         self.commit_every = commit_every
+        #: Read with ``consume(batch)`` instead of ``poll()``.
+        self.batch = batch
         self.consumer = Consumer({**settings, "client.id": name})
         self.errors: list[KafkaException] = []
         self.lost: list[set[Key]] = []
@@ -394,6 +397,7 @@ class Member:
         self._stop = threading.Event()
         self._how = "close"
         self._pause = threading.Event()
+        self._resubscribe: list[Sequence[str] | SubscriptionPattern] = []
         self.paused = threading.Event()
         self.stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -414,6 +418,10 @@ class Member:
             self._stop.set()
             self._thread.join(timeout)
             assert not self._thread.is_alive(), f"{self.name} did not {how} within {timeout} s"
+
+    def resubscribe(self, topics: Sequence[str] | SubscriptionPattern) -> None:
+        """Change the subscription (done by the member's thread at its next loop)."""
+        self._resubscribe.append(topics)
 
     def pause(self) -> None:
         self._pause.set()
@@ -444,21 +452,29 @@ class Member:
 
     def _run(self) -> None:
         consumer = self.consumer
-        consumer.subscribe(self.topics, listener=_Listener(self))
+        listener = _Listener(self)
+        consumer.subscribe(self.topics, listener=listener)
         last_commit = time.monotonic()
         dirty = False
         while not self._stop.is_set():
+            if self._resubscribe:
+                self.topics = self._resubscribe.pop(0)
+                consumer.subscribe(self.topics, listener=listener)
             if self._pause.is_set():
                 self.paused.set()
                 time.sleep(0.01)
                 continue
             self.paused.clear()
             try:
-                message = consumer.poll(0.05)
+                if self.batch is None:
+                    message = consumer.poll(0.05)
+                    messages = [] if message is None else [message]
+                else:
+                    messages = consumer.consume(self.batch, 0.05)
             except KafkaException as exc:
                 self.errors.append(exc)
                 continue
-            if message is not None:
+            for message in messages:
                 if message.error() is not None:
                     self.errors.append(KafkaException(message.error()))
                 else:

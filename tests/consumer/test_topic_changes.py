@@ -88,6 +88,72 @@ def test_partitions_added_are_assigned_and_consumed_from_the_start(
     assert a.errors == b.errors == []
 
 
+def test_subscription_changes_and_heterogeneous_subscriptions(
+    cluster: ReferenceCluster, members: MemberFactory, feeders: FeederFactory
+) -> None:
+    """A member moves from one topic to another while consuming; then members with different
+    subscriptions share the topics (each only gets what it subscribed to)."""
+    for name in ("left", "right"):
+        cluster.create_topic(name, 2)
+    ledger = Ledger(cluster_committed(cluster, GROUP))
+    ledger.sample_group(cluster, GROUP)
+    left, right = feeders(cluster, "left"), feeders(cluster, "right")
+    settings = config(cluster.bootstrap_servers, GROUP)
+    a = members(ledger, "a", settings, ["left"])
+    wait_until(lambda: a.owned() == {("left", 0), ("left", 1)} and ledger.consuming("a"), what="a on left")
+
+    a.resubscribe(["right"])
+    wait_until(lambda: a.owned() == {("right", 0), ("right", 1)} and ledger.consuming("a"), what="a on right")
+    assert a.revoked_calls == 1 and a.lost_calls == 0
+    group = cluster.describe_group(GROUP)
+    assert group is not None and [m.subscribed_topics for m in group.members.values()] == [("right",)]
+
+    b = members(ledger, "b", settings, ["left", "right"])
+    wait_until(
+        lambda: (
+            b.owned() == {("left", 0), ("left", 1)} and len(a.owned()) == 2 and ledger.consuming("a", "b")
+        ),
+        what="b with left (balance before stickiness), a keeping right",
+    )
+    a.resubscribe(["left"])  # a and b swap topics: revocations on both sides
+    wait_until(
+        lambda: (
+            a.owned() == {("left", 0), ("left", 1)}
+            and b.owned() == {("right", 0), ("right", 1)}
+            and ledger.consuming("a", "b")
+        ),
+        what="a on left, b on right",
+    )
+    produced = {**left.stop(), **right.stop()}
+    wait_until(lambda: ledger.has_all(produced), what="every record")
+    a.close()
+    b.close()
+    # Records of left produced while nobody subscribed to it were read later, from the committed offsets.
+    ledger.check(produced)
+    assert a.errors == b.errors == []
+
+
+def test_a_second_consumer_with_the_same_instance_id_fails_clearly(
+    cluster: ReferenceCluster, members: MemberFactory
+) -> None:
+    cluster.create_topic("t", 2)
+    ledger = Ledger(cluster_committed(cluster, GROUP))
+    static = config(cluster.bootstrap_servers, GROUP, group_instance_id="only-one")
+    first = members(ledger, "first", static, ["t"])
+    wait_until(lambda: len(first.owned()) == 2, what="the first static member")
+    second = members(ledger, "second", static, ["t"])
+    wait_until(lambda: second.errors, what="the second one's error")
+    error = second.errors[0].args[0]
+    assert error.fatal() and error.code() == 111  # UNRELEASED_INSTANCE_ID
+    assert "group.instance.id 'only-one'" in error.str()
+    assert len(first.owned()) == 2 and first.errors == [] and first.lost_calls == 0
+    group = cluster.describe_group(GROUP)
+    assert group is not None and list(group.members) == [first.consumer.memberid()]
+    second.close()
+    first.close()
+    ledger.check()
+
+
 @pytest.mark.parametrize("reset", ["earliest", "latest"])
 def test_deleted_and_recreated_topic_starts_per_auto_offset_reset(
     cluster: ReferenceCluster, members: MemberFactory, reset: str
