@@ -41,18 +41,33 @@ def broker(kind: str, topics: Sequence[tuple[str, int]], timers: GroupTimers | N
     timers = timers or GroupTimers()
     if kind == "reference":
         command = [
-            sys.executable, "-m", "kconsumer", "serve", "--port", "0", "--log-level", "WARNING",
-            "--session-timeout-ms", str(timers.session_timeout_ms),
-            "--heartbeat-interval-ms", str(timers.heartbeat_interval_ms),
-            "--assignment-interval-ms", str(timers.assignment_interval_ms),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "kconsumer",
+            "serve",
+            "--port",
+            "0",
+            "--log-level",
+            "WARNING",
+            "--session-timeout-ms",
+            str(timers.session_timeout_ms),
+            "--heartbeat-interval-ms",
+            str(timers.heartbeat_interval_ms),
+            "--assignment-interval-ms",
+            str(timers.assignment_interval_ms),
+        ]
     elif kind == "mock":
         command = [
-            sys.executable, "-m", "benchmarks.mock_broker",
-            "--session-timeout-ms", str(timers.session_timeout_ms),
-            "--heartbeat-interval-ms", str(timers.heartbeat_interval_ms),
-            "--initial-rebalance-delay-ms", "0",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "benchmarks.mock_broker",
+            "--session-timeout-ms",
+            str(timers.session_timeout_ms),
+            "--heartbeat-interval-ms",
+            str(timers.heartbeat_interval_ms),
+            "--initial-rebalance-delay-ms",
+            "0",
+        ]
     else:
         raise ValueError(f"unknown broker {kind!r} (expected one of {BROKERS})")
     for name, partitions in topics:
@@ -80,16 +95,19 @@ def payload(size: int) -> bytes:
     return os.urandom(size // 2 + 1).hex().encode()[:size]
 
 
-def produce(
-    bootstrap: str, topic: str, partitions: int, per_partition: int, size: int
-) -> float:
+def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, size: int) -> float:
     """Write `per_partition` records of `size` bytes to every partition; returns the seconds taken."""
     import confluent_kafka as ck
 
     producer = ck.Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10_000, "acks": 1,
-         "batch.size": 900_000}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "batch.num.messages": 10_000,
+            "acks": 1,
+            "batch.size": 900_000,
+        }
+    )
     value = payload(size)
     start = time.perf_counter()
     for i in range(per_partition):
@@ -169,13 +187,18 @@ def machine() -> dict[str, str]:
 def git_revision() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        )  # fmt: skip
+        )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "kconsumer"], capture_output=True, text=True,
+            ["git", "status", "--porcelain", "--", "kconsumer"],
+            capture_output=True,
+            text=True,
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        )  # fmt: skip
+        )
         return out.stdout.strip() + (" (kconsumer/ modified)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return "?"

@@ -34,8 +34,10 @@ def librdkafka_path() -> str:
     spec = importlib.util.find_spec("confluent_kafka")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("confluent-kafka is not installed")
-    package = list(spec.submodule_search_locations)[0]
-    candidates = sorted(glob.glob(os.path.join(os.path.dirname(package), "confluent_kafka.libs", "librdkafka*.so*")))
+    package = next(iter(spec.submodule_search_locations))
+    candidates = sorted(
+        glob.glob(os.path.join(os.path.dirname(package), "confluent_kafka.libs", "librdkafka*.so*"))
+    )
     if not candidates:
         raise RuntimeError("no bundled librdkafka found next to confluent_kafka (a source build?)")
     return candidates[0]
@@ -113,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, partitions in args.topics:
         cluster.create_topic(name, partitions)
     if args.session_timeout_ms is not None or args.heartbeat_interval_ms is not None:
-        cluster.set_group_consumer_timeouts(args.session_timeout_ms or 30_000, args.heartbeat_interval_ms or 3_000)
+        cluster.set_group_consumer_timeouts(
+            args.session_timeout_ms or 30_000, args.heartbeat_interval_ms or 3_000
+        )
     if args.initial_rebalance_delay_ms is not None:
         cluster.set_initial_rebalance_delay_ms(args.initial_rebalance_delay_ms)
     stop = threading.Event()

@@ -73,7 +73,9 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.broker}, {self.size} B, {self.partitions} partition{'s' if self.partitions > 1 else ''}"
+        return (
+            f"{self.broker}, {self.size} B, {self.partitions} partition{'s' if self.partitions > 1 else ''}"
+        )
 
 
 @dataclass
@@ -113,12 +115,18 @@ class ClientResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "broker": self.cell.broker, "size": self.cell.size, "partitions": self.cell.partitions,
-            "client": self.client, "records_per_s": self.rate, "mb_per_s": self.mb_per_s,
-            "cpu_s_per_million": self.cpu_per_million, "app_cpu_s_per_million": self.app_cpu_per_million,
-            "samples": [s.__dict__ for s in self.samples], "warmup_s": self.warmup_seconds,
+            "broker": self.cell.broker,
+            "size": self.cell.size,
+            "partitions": self.cell.partitions,
+            "client": self.client,
+            "records_per_s": self.rate,
+            "mb_per_s": self.mb_per_s,
+            "cpu_s_per_million": self.cpu_per_million,
+            "app_cpu_s_per_million": self.app_cpu_per_million,
+            "samples": [s.__dict__ for s in self.samples],
+            "warmup_s": self.warmup_seconds,
             "error": self.error,
-        }  # fmt: skip
+        }
 
 
 # -- the worker process ---------------------------------------------------------------------------
@@ -128,7 +136,13 @@ class _Reader:
     """One client, able to seek back to the start and read a number of records."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, partitions: int, lows: list[int], batch: int):
-        self.client, self.topic, self.partitions, self.lows, self.batch = client, topic, partitions, lows, batch
+        self.client, self.topic, self.partitions, self.lows, self.batch = (
+            client,
+            topic,
+            partitions,
+            lows,
+            batch,
+        )
         self.bootstrap = bootstrap
         self.process = psutil.Process()
         self.first: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -170,19 +184,20 @@ class _Reader:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         self.aio = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+            bootstrap_servers=self.bootstrap,
+            enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=FETCH_WAIT_MS,
         )
         await self.aio.start()
         self.tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         self.aio.assign(self.tps)
-        for tp, low in zip(self.tps, self.lows):
+        for tp, low in zip(self.tps, self.lows, strict=False):
             self.aio.seek(tp, low)
 
     def rewind(self) -> None:
         if self.loop is not None:
-            for tp, low in zip(self.tps, self.lows):
+            for tp, low in zip(self.tps, self.lows, strict=False):
                 self.aio.seek(tp, low)
             return
         import confluent_kafka as ck
@@ -377,14 +392,18 @@ def run(settings: Settings) -> list[ClientResult]:
     """Every cell of the settings' matrix; one broker process per broker kind."""
     results: list[ClientResult] = []
     for kind in settings.brokers:
-        cells = [Cell(kind, size, partitions) for size in settings.sizes for partitions in settings.partitions]
+        cells = [
+            Cell(kind, size, partitions) for size in settings.sizes for partitions in settings.partitions
+        ]
         with broker(kind, [(c.topic, c.partitions) for c in cells], GroupTimers()) as bootstrap:
             for cell in cells:
                 seconds = produce(bootstrap, cell.topic, cell.partitions, cell.per_partition, cell.size)
                 marks = watermarks(bootstrap, cell.topic, cell.partitions)
                 short = [(lo, hi) for lo, hi in marks if hi - lo != cell.per_partition]
                 if short:
-                    raise RuntimeError(f"{cell.label}: the broker kept {short} instead of {cell.per_partition}")
+                    raise RuntimeError(
+                        f"{cell.label}: the broker kept {short} instead of {cell.per_partition}"
+                    )
                 log(
                     f"throughput: {cell.label}: {cell.partitions * cell.per_partition} records written in "
                     f"{seconds:.1f} s; {_passes(cell, settings)} pass(es) per repetition"
@@ -408,8 +427,16 @@ def ratios(results: Sequence[ClientResult]) -> list[dict[str, Any]]:
             a, b = by_key.get((cell, ours)), by_key.get((cell, peer))
             if a is None or b is None or not a.samples or not b.samples:
                 continue
-            out.append({"cell": cell, "ours": ours, "peer": peer, "ratio": a.rate / b.rate, "target": target,
-                        "cpu_ratio": a.cpu_per_million / b.cpu_per_million})  # fmt: skip
+            out.append(
+                {
+                    "cell": cell,
+                    "ours": ours,
+                    "peer": peer,
+                    "ratio": a.rate / b.rate,
+                    "target": target,
+                    "cpu_ratio": a.cpu_per_million / b.cpu_per_million,
+                }
+            )
     return out
 
 
@@ -425,7 +452,17 @@ def target_verdicts(results: Sequence[ClientResult]) -> list[dict[str, Any]]:
             continue
         mean = geomean(r["ratio"] for r in values)
         worst = min(values, key=lambda r: r["ratio"])
-        verdicts.append({"ours": ours, "peer": peer, "target": target, "geomean": mean, "worst": worst["ratio"],
-                         "worst_cell": worst["cell"].label, "met": mean >= target,
-                         "cells_met": sum(r["ratio"] >= target for r in values), "cells": len(values)})  # fmt: skip
+        verdicts.append(
+            {
+                "ours": ours,
+                "peer": peer,
+                "target": target,
+                "geomean": mean,
+                "worst": worst["ratio"],
+                "worst_cell": worst["cell"].label,
+                "met": mean >= target,
+                "cells_met": sum(r["ratio"] >= target for r in values),
+                "cells": len(values),
+            }
+        )
     return verdicts

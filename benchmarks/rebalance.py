@@ -1,0 +1,567 @@
+"""Rebalance: how long partitions go unowned and unconsumed when a group changes, and what repeats.
+
+A group of N members (each a process of its own) reads a topic of P partitions while a producer
+process writes to every partition at a steady rate. The parent process drives events and every
+member reports to it, through a pipe, what it saw with the machine's monotonic clock: partitions
+assigned, revoked or lost (its rebalance callbacks) and (partition, offset) of every record.
+
+Events, in one run per group (dynamic members): a member **joins**; an original member **leaves**
+cleanly (``close()``); a member **crashes** (SIGKILL: no leave, its partitions wait for the
+session timeout; when it was the only member a replacement starts at once); a **rolling restart**
+of every member (each closes, a new process starts, the next restart waits until the newcomer owns
+a partition). A second run with static members (``group.instance.id``) does a static rolling
+restart (the newcomer reuses the instance id).
+
+Per event, from its start to convergence (every partition owned by a live member, the group
+balanced, every partition that changed hands consumed again by its new owner, no change for a quiet
+period):
+
+* **time to full ownership**: until the last partition that changed hands is consumed again;
+* **unowned partition-seconds**: summed over partitions, the time no live member held it (between
+  a revoke and the next assign, or from a crash until the reassignment);
+* **longest gap**: the longest time any partition went without a record being consumed (its
+  records arrive every ``1/rate_per_partition`` seconds, which bounds the resolution);
+* **duplicates**: records consumed again after the event (offsets not yet committed when the
+  partition moved).
+
+Clients: kconsumer and confluent-kafka with ``group.protocol=consumer`` (KIP-848) on the
+reference coordinator (``kconsumer serve``) and on librdkafka's mock cluster; confluent-kafka's
+classic protocol with ``cooperative-sticky`` and with eager ``range`` on the mock (the baseline the
+new protocol replaces). Every client keeps its defaults (auto-commit every 5 s) except the group
+timers, the same everywhere: see `TIMERS`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from .common import GroupTimers, broker, log
+
+#: (name, broker, client kind) in report order.
+COMBOS = (
+    ("kconsumer", "reference", "kconsumer"),
+    ("confluent KIP-848", "reference", "confluent-consumer"),
+    ("kconsumer", "mock", "kconsumer"),
+    ("confluent KIP-848", "mock", "confluent-consumer"),
+    ("confluent cooperative-sticky", "mock", "confluent-cooperative"),
+    ("confluent eager range", "mock", "confluent-range"),
+)
+EVENTS = ("join", "leave", "crash", "rolling-dynamic", "rolling-static")
+#: Session timeout and heartbeat interval for every broker (KIP-848) and classic client alike.
+TIMERS = GroupTimers(session_timeout_ms=6_000, heartbeat_interval_ms=1_000, assignment_interval_ms=0)
+#: Records per second written to each partition (capped in total by `MAX_RATE`).
+RATE_PER_PARTITION = 20
+MAX_RATE = 4_000
+#: No ownership change for this long (and everything owned and consumed again) ends an event.
+QUIET_S = 2.5
+TOPIC = "rebalance"
+
+
+# -- member process -----------------------------------------------------------------------------------
+
+
+def _client_config(kind: str, bootstrap: str, group: str, instance_id: str | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+    }
+    if instance_id is not None:
+        config["group.instance.id"] = instance_id
+    if kind in ("kconsumer", "confluent-consumer"):
+        config["group.protocol"] = "consumer"
+    else:
+        config.update(
+            {
+                "group.protocol": "classic",
+                "session.timeout.ms": TIMERS.session_timeout_ms,
+                "heartbeat.interval.ms": TIMERS.heartbeat_interval_ms,
+                "partition.assignment.strategy": "cooperative-sticky"
+                if kind == "confluent-cooperative"
+                else "range",
+            }
+        )
+    return config
+
+
+def _member(
+    conn: Connection, kind: str, bootstrap: str, group: str, name: str, instance_id: str | None
+) -> None:
+    """A group member: waits for "start", subscribes, reports callbacks and records until "leave"."""
+    import confluent_kafka as ck
+
+    from kconsumer import Consumer
+
+    send_lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with send_lock:
+            conn.send(message)
+
+    def callback(what: str) -> Any:
+        def report(_consumer: Any, partitions: list[Any]) -> None:
+            send((what, time.monotonic(), name, [tp.partition for tp in partitions]))
+
+        return report
+
+    if conn.recv() != ("start",):
+        return
+    factory = Consumer if kind == "kconsumer" else ck.Consumer
+    consumer = factory(_client_config(kind, bootstrap, group, instance_id))
+    consumer.subscribe(
+        [TOPIC], on_assign=callback("assign"), on_revoke=callback("revoke"), on_lost=callback("lost")
+    )
+    send(("subscribed", time.monotonic(), name, []))
+    while True:
+        if conn.poll(0):
+            command = conn.recv()
+            if command == ("leave",):
+                consumer.close()
+                send(("closed", time.monotonic(), name, []))
+                return
+        messages = consumer.consume(500, 0.05)
+        if messages:
+            now = time.monotonic()
+            send(("records", now, name, [(m.partition(), m.offset()) for m in messages if m.error() is None]))
+
+
+def _producer(bootstrap: str, partitions: int, rate: float, stop: Any) -> None:
+    """Write `rate` records/s spread evenly over the partitions until `stop` is set."""
+    import confluent_kafka as ck
+
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    tick = 0.02
+    per_tick = rate * tick
+    owed = 0.0
+    partition = 0
+    next_tick = time.monotonic()
+    while not stop.is_set():
+        owed += per_tick
+        while owed >= 1:
+            owed -= 1
+            try:
+                producer.produce(TOPIC, b"r" * 16, partition=partition)
+            except BufferError:
+                producer.poll(0.05)
+            partition = (partition + 1) % partitions
+        producer.poll(0)
+        next_tick += tick
+        time.sleep(max(0.0, next_tick - time.monotonic()))
+    producer.flush(5)
+
+
+# -- the parent's view of the group -------------------------------------------------------------------
+
+
+@dataclass
+class Member:
+    name: str
+    process: Any
+    conn: Connection
+    started: bool = False
+    alive: bool = True
+
+
+@dataclass
+class EventResult:
+    """What one event cost."""
+
+    client: str
+    broker: str
+    members: int
+    partitions: int
+    event: str
+    converged: bool
+    time_to_full_s: float
+    unowned_partition_s: float
+    longest_gap_s: float
+    duplicates: int
+    moved: int
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Log:
+    """Every report from the members, in arrival order, plus the parent's own (kills, exits)."""
+
+    events: list[tuple[str, float, str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, event: tuple[str, float, str, Any]) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def snapshot(self) -> list[tuple[str, float, str, Any]]:
+        with self.lock:
+            return sorted(self.events, key=lambda e: e[1])
+
+
+def _timeline(events: list[tuple[str, float, str, Any]], partitions: int) -> dict[str, Any]:
+    """Ownership intervals and consumption times per partition, from the sorted event log."""
+    owners: dict[int, set[str]] = defaultdict(set)
+    held: dict[str, set[int]] = defaultdict(set)
+    changes: dict[int, list[float]] = defaultdict(list)  # times a partition's owners changed
+    unowned_since: dict[int, float | None] = dict.fromkeys(range(partitions), 0.0)
+    unowned: dict[int, list[tuple[float, float]]] = defaultdict(list)  # closed intervals
+    consumed: dict[int, list[tuple[float, str, int]]] = defaultdict(list)
+    members: set[str] = set()
+    for kind, t, name, data in events:
+        if kind == "subscribed":
+            members.add(name)
+        elif kind == "assign":
+            for p in data:
+                if not owners[p] and unowned_since.get(p) is not None:
+                    unowned[p].append((unowned_since[p] or 0.0, t))
+                    unowned_since[p] = None
+                owners[p].add(name)
+                held[name].add(p)
+                changes[p].append(t)
+        elif kind in ("revoke", "lost", "dead", "closed"):
+            gone = list(held[name]) if kind in ("dead", "closed") else data
+            for p in gone:
+                if name in owners[p]:
+                    owners[p].discard(name)
+                    held[name].discard(p)
+                    changes[p].append(t)
+                    if not owners[p]:
+                        unowned_since[p] = t
+            if kind in ("dead", "closed"):
+                members.discard(name)
+        elif kind == "records":
+            for p, offset in data:
+                consumed[p].append((t, name, offset))
+    return {
+        "owners": owners,
+        "held": held,
+        "changes": changes,
+        "unowned": unowned,
+        "unowned_since": unowned_since,
+        "consumed": consumed,
+        "members": members,
+    }
+
+
+def _converged(tl: dict[str, Any], partitions: int, since: float, now: float) -> bool:
+    owners, held, changes, consumed = tl["owners"], tl["held"], tl["changes"], tl["consumed"]
+    if any(not owners[p] for p in range(partitions)):
+        return False
+    live = tl["members"]
+    counts = [len(held[m]) for m in live] or [0]
+    if max(counts) - min(counts) > 1:
+        return False
+    last_change = since
+    for p in range(partitions):
+        moved = [t for t in changes[p] if t >= since]
+        if not moved:
+            continue
+        last_change = max(last_change, moved[-1])
+        if not any(t >= moved[-1] and name in owners[p] for t, name, _ in reversed(consumed[p])):
+            return False
+    return now - last_change >= QUIET_S
+
+
+def _measure(
+    events: list[tuple[str, float, str, Any]], partitions: int, since: float, until: float
+) -> tuple[float, float, float, int, int]:
+    """(time to full ownership, unowned partition-seconds, longest gap, duplicates, partitions moved)."""
+    tl = _timeline(events, partitions)
+    full = 0.0
+    moved = 0
+    unowned_total = 0.0
+    longest = 0.0
+    for p in range(partitions):
+        changed = [t for t in tl["changes"][p] if since <= t <= until]
+        if changed:
+            moved += 1
+            owners = tl["owners"][p]
+            after = [t for t, name, _ in tl["consumed"][p] if t >= changed[-1] and name in owners]
+            full = max(full, (after[0] if after else until) - since)
+        for start, end in tl["unowned"][p]:
+            lo, hi = max(start, since), min(end, until)
+            if hi > lo:
+                unowned_total += hi - lo
+        times = [t for t, _, _ in tl["consumed"][p]]
+        before = [t for t in times if t < since]
+        window = ([before[-1]] if before else [since]) + [t for t in times if since <= t <= until]
+        gaps = [b - a for a, b in itertools.pairwise(window)]
+        longest = max([longest, *gaps])
+    seen: set[tuple[int, int]] = set()
+    duplicates = 0
+    for p, records in tl["consumed"].items():
+        for t, _name, offset in records:
+            key = (p, offset)
+            if key in seen and since <= t <= until:
+                duplicates += 1
+            seen.add(key)
+    return full, unowned_total, longest, duplicates, moved
+
+
+class Group:
+    """A running group: member processes, the producer, the reader thread and the event log."""
+
+    def __init__(self, kind: str, bootstrap: str, partitions: int, static: bool) -> None:
+        self.kind, self.bootstrap, self.partitions, self.static = kind, bootstrap, partitions, static
+        self.ctx = multiprocessing.get_context("spawn")
+        self.group = f"rebalance-{uuid.uuid4().hex[:8]}"
+        self.log = Log()
+        self.members: dict[str, Member] = {}
+        self._spawned = 0
+        self._stop = threading.Event()
+        self._producer_stop = self.ctx.Event()
+        rate = min(MAX_RATE, RATE_PER_PARTITION * partitions)
+        self._producer = self.ctx.Process(
+            target=_producer, args=(bootstrap, partitions, rate, self._producer_stop), daemon=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def spawn(self, instance_id: str | None = None) -> Member:
+        """A new member process, imported and waiting for `start`."""
+        self._spawned += 1
+        name = f"m{self._spawned}"
+        parent, child = self.ctx.Pipe()
+        if self.static and instance_id is None:
+            instance_id = f"instance-{name}"
+        process = self.ctx.Process(
+            target=_member,
+            args=(child, self.kind, self.bootstrap, self.group, name, instance_id),
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        member = Member(name, process, parent)
+        member.instance_id = instance_id  # type: ignore[attr-defined]
+        self.members[name] = member
+        return member
+
+    def start(self, member: Member) -> float:
+        now = time.monotonic()
+        member.conn.send(("start",))
+        member.started = True
+        return now
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            conns = {m.conn: m for m in list(self.members.values()) if m.alive}
+            if not conns:
+                time.sleep(0.05)
+                continue
+            for conn in wait(list(conns), timeout=0.1):
+                member = conns[conn]  # type: ignore[index]
+                try:
+                    self.log.add(conn.recv())  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    if member.alive:
+                        member.alive = False
+                        self.log.add(("dead", time.monotonic(), member.name, []))
+
+    def begin(self) -> None:
+        self._producer.start()
+        self._reader.start()
+
+    def live(self) -> list[Member]:
+        return [m for m in self.members.values() if m.alive and m.started]
+
+    def leave(self, member: Member, timeout_s: float = 60.0) -> None:
+        """Close `member` cleanly and wait for its process to end."""
+        member.conn.send(("leave",))
+        member.process.join(timeout_s)
+        if member.process.is_alive():
+            member.process.kill()
+            member.process.join(5)
+
+    def kill(self, member: Member) -> float:
+        now = time.monotonic()
+        member.process.kill()
+        member.process.join(5)
+        return now
+
+    def wait_converged(self, since: float, timeout_s: float) -> tuple[bool, float]:
+        """Wait until converged (see `_converged`); returns (converged, when that was seen): the
+        window the event's costs are measured over."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = time.monotonic()
+            if _converged(_timeline(self.log.snapshot(), self.partitions), self.partitions, since, now):
+                return True, now
+        return False, time.monotonic()
+
+    def owns(self, member: Member) -> bool:
+        return bool(_timeline(self.log.snapshot(), self.partitions)["held"].get(member.name))
+
+    def close(self) -> None:
+        self._producer_stop.set()
+        for member in self.members.values():
+            if member.process.is_alive():
+                member.process.kill()
+        for member in self.members.values():
+            member.process.join(5)
+        self._stop.set()
+        self._producer.join(10)
+        if self._producer.is_alive():
+            self._producer.kill()
+
+
+@dataclass
+class Settings:
+    combos: Sequence[tuple[str, str, str]] = COMBOS
+    sizes: Sequence[int] = (1, 4, 16)
+    partitions: Sequence[int] = (16, 64, 256)
+    events: Sequence[str] = EVENTS
+
+
+def _result(
+    name: str,
+    broker_kind: str,
+    n: int,
+    p: int,
+    event: str,
+    group: Group,
+    since: float,
+    converged: bool,
+    until: float,
+    note: str = "",
+) -> EventResult:
+    full, unowned, longest, duplicates, moved = _measure(group.log.snapshot(), p, since, until)
+    result = EventResult(
+        name, broker_kind, n, p, event, converged, full, unowned, longest, duplicates, moved, note
+    )
+    log(
+        f"  {event:16} {'' if converged else 'NOT CONVERGED '}full {full:6.2f} s  unowned {unowned:7.2f} "
+        f"partition-s  gap {longest:5.2f} s  dup {duplicates}  moved {moved}"
+    )
+    return result
+
+
+def _settle_timeout(n: int) -> float:
+    return 60.0 + TIMERS.session_timeout_ms / 1000 + 2.0 * n
+
+
+def _dynamic_run(
+    name: str, broker_kind: str, kind: str, bootstrap: str, n: int, p: int, events: Sequence[str]
+) -> list[EventResult]:
+    results: list[EventResult] = []
+    group = Group(kind, bootstrap, p, static=False)
+    try:
+        originals = [group.spawn() for _ in range(n)]
+        spare = group.spawn()
+        group.begin()
+        time.sleep(0.5)
+        since = min(group.start(m) for m in originals)
+        ok, _ = group.wait_converged(since, _settle_timeout(n) + 30)
+        if not ok:
+            raise RuntimeError("the group did not form")
+        if "join" in events:
+            since = group.start(spare)
+            ok, until = group.wait_converged(since, _settle_timeout(n))
+            results.append(_result(name, broker_kind, n, p, "join", group, since, ok, until))
+            spare = group.spawn()
+        if "leave" in events:
+            victim = group.live()[0]
+            since = time.monotonic()
+            group.leave(victim)
+            ok, until = group.wait_converged(since, _settle_timeout(n))
+            results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until))
+        if "crash" in events:
+            victim = group.live()[0]
+            alone = len(group.live()) == 1
+            since = group.kill(victim)
+            note = ""
+            if alone:
+                group.start(spare)
+                spare = group.spawn()
+                note = "only member: a replacement started at once"
+            ok, until = group.wait_converged(since, _settle_timeout(n))
+            results.append(_result(name, broker_kind, n, p, "crash", group, since, ok, until, note))
+        if "rolling-dynamic" in events:
+            results.append(_rolling(name, broker_kind, group, n, p, "rolling-dynamic", spare))
+    finally:
+        group.close()
+    return results
+
+
+def _rolling(
+    name: str, broker_kind: str, group: Group, n: int, p: int, event: str, spare: Member | None
+) -> EventResult:
+    """Restart every live member, one after the other."""
+    since = time.monotonic()
+    for old in list(group.live()):
+        new = (
+            spare
+            if spare is not None and not group.static
+            else group.spawn(getattr(old, "instance_id", None))
+        )
+        spare = None
+        time.sleep(0.3)  # let the new process finish importing before the old one goes
+        group.leave(old)
+        group.start(new)
+        deadline = time.monotonic() + _settle_timeout(n)
+        while time.monotonic() < deadline and not group.owns(new) and p >= len(group.live()):
+            time.sleep(0.05)
+    ok, until = group.wait_converged(since, _settle_timeout(n))
+    return _result(name, broker_kind, n, p, event, group, since, ok, until)
+
+
+def _static_run(name: str, broker_kind: str, kind: str, bootstrap: str, n: int, p: int) -> list[EventResult]:
+    group = Group(kind, bootstrap, p, static=True)
+    try:
+        originals = [group.spawn() for _ in range(n)]
+        group.begin()
+        time.sleep(0.5)
+        since = min(group.start(m) for m in originals)
+        ok, _ = group.wait_converged(since, _settle_timeout(n) + 30)
+        if not ok:
+            raise RuntimeError("the group did not form")
+        return [_rolling(name, broker_kind, group, n, p, "rolling-static", None)]
+    finally:
+        group.close()
+
+
+def run(settings: Settings) -> list[EventResult]:
+    """Every (client, broker, group size, partitions) of the settings, each with its events."""
+    results: list[EventResult] = []
+    for p in settings.partitions:
+        for broker_kind in dict.fromkeys(c[1] for c in settings.combos):
+            with broker(broker_kind, [(TOPIC, p)], TIMERS) as bootstrap:
+                for name, kind_broker, kind in settings.combos:
+                    if kind_broker != broker_kind:
+                        continue
+                    for n in settings.sizes:
+                        log(f"rebalance: {name} on {broker_kind}, {n} member(s), {p} partitions")
+                        dynamic = [e for e in settings.events if e != "rolling-static"]
+                        try:
+                            if dynamic:
+                                results += _dynamic_run(name, broker_kind, kind, bootstrap, n, p, dynamic)
+                            if "rolling-static" in settings.events:
+                                results += _static_run(name, broker_kind, kind, bootstrap, n, p)
+                        except Exception as exc:  # one broken combination must not sink the rest
+                            log(f"  FAILED: {type(exc).__name__}: {exc}")
+                            results.append(
+                                EventResult(
+                                    name,
+                                    broker_kind,
+                                    n,
+                                    p,
+                                    "setup",
+                                    False,
+                                    float("nan"),
+                                    float("nan"),
+                                    float("nan"),
+                                    0,
+                                    0,
+                                    f"failed: {exc}",
+                                )
+                            )
+    return results

@@ -1,0 +1,481 @@
+"""The benchmark report: markdown tables, target verdicts, PNG plots, JSON, and docs/benchmarks.md."""
+
+# ruff: noqa: RUF001
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .common import median
+
+DOCS_START = "<!-- benchmarks:latest:start -->"
+DOCS_END = "<!-- benchmarks:latest:end -->"
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# -- targets ------------------------------------------------------------------------------------------
+
+
+def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target the measured sections allow to judge: name, measured, verdict, detail."""
+    out: list[dict[str, Any]] = []
+    for v in data.get("throughput_targets", []):
+        out.append(
+            {
+                "target": f"{v['ours']} ≥ {v['target']:.2f} × {v['peer']}",
+                "measured": f"{v['geomean']:.3f} (geometric mean of {v['cells']} cells; "
+                f"worst {v['worst']:.3f}: "
+                f"{v['worst_cell']}; {v['cells_met']}/{v['cells']} cells met)",
+                "met": v["met"],
+            }
+        )
+    rebalance = data.get("rebalance", [])
+    for event in ("join", "leave", "rolling-dynamic", "rolling-static"):
+        for broker in ("reference", "mock"):
+            ours = _times(rebalance, "kconsumer", broker, event)
+            peer = _times(rebalance, "confluent KIP-848", broker, event)
+            if ours and peer:
+                a, b = median(ours.values()), median(peer.values())
+                out.append(
+                    {
+                        "target": f"{event}: kconsumer time to full ownership ≤ confluent KIP-848's "
+                        f"({broker} coordinator)",
+                        "measured": f"{a:.2f} s vs {b:.2f} s (median over {len(ours)} group shape(s)); "
+                        f"ratio {a / b:.2f}",
+                        "met": a <= b,
+                    }
+                )
+        ours = _times(rebalance, "kconsumer", "mock", event)
+        eager = _times(rebalance, "confluent eager range", "mock", event)
+        if ours and eager:
+            a, b = median(ours.values()), median(eager.values())
+            out.append(
+                {
+                    "target": f"{event}: kconsumer far below classic eager range (≤ 0.5 ×, mock)",
+                    "measured": f"{a:.2f} s vs {b:.2f} s; ratio {a / b:.2f}",
+                    "met": a <= 0.5 * b,
+                }
+            )
+    for row in data.get("assignors", []):
+        if row.get("target_ms") is not None:
+            out.append(
+                {
+                    "target": f"uniform {row['subscription']} {row['assignment']} "
+                    f"{row['members']:,} members × "
+                    f"{row['ratio']} ({row['topics']} topics) ≤ {row['target_ms']:g} ms",
+                    "measured": f"{row['ms']:.1f} ms median (best {row['best_ms']:.1f} ms)",
+                    "met": row["ms"] <= row["target_ms"],
+                }
+            )
+    idle = {(r["client"], r["broker"]): r for r in data.get("idle", []) if not r.get("error")}
+    for broker in ("reference", "mock"):
+        a, b = idle.get(("kconsumer", broker)), idle.get(("confluent KIP-848", broker))
+        if a and b:
+            out.append(
+                {
+                    "target": f"idle CPU ≤ confluent KIP-848's + 0.5 % of a core ({broker})",
+                    "measured": f"{a['core_percent']:.2f} % vs {b['core_percent']:.2f} % "
+                    f"(difference {a['core_percent'] - b['core_percent']:+.2f} points)",
+                    "met": a["core_percent"] <= b["core_percent"] + 0.5,
+                }
+            )
+    return out
+
+
+def _times(
+    rows: Sequence[dict[str, Any]], client: str, broker: str, event: str
+) -> dict[tuple[int, int], float]:
+    return {
+        (r["members"], r["partitions"]): r["time_to_full_s"]
+        for r in rows
+        if r["client"] == client and r["broker"] == broker and r["event"] == event and r["converged"]
+    }
+
+
+# -- markdown -------------------------------------------------------------------------------------------
+
+
+def markdown(data: dict[str, Any], plots: Sequence[str]) -> str:
+    m = data["machine"]
+    parts = [
+        "# kconsumer benchmarks",
+        "",
+        f"Run {data['started']} ({data['duration_s'] / 60:.1f} min), revision {data['revision']}.",
+        "",
+        f"Command: `{data['command']}`",
+        "",
+        f"Machine: {m['cores']} cores, {m['cpu']}, {m['memory']}, {m['os']}; Python {m['python']}; "
+        f"kconsumer {m['kconsumer']}, confluent-kafka {m['confluent-kafka']} (librdkafka {m['librdkafka']}), "
+        f"aiokafka {m['aiokafka']}. "
+        f"Load average before / after: {data['load_before']} / {data['load_after']}.",
+        "",
+    ]
+    verdicts = targets(data)
+    if verdicts:
+        parts += [
+            "## Targets",
+            "",
+            _table(
+                ["target", "measured", "verdict"],
+                [(v["target"], v["measured"], "**met**" if v["met"] else "**not met**") for v in verdicts],
+            ),
+            "",
+        ]
+    if data.get("throughput"):
+        parts += _throughput_section(data)
+    if data.get("rebalance"):
+        parts += _rebalance_section(data)
+    if data.get("assignors") or data.get("heartbeats"):
+        parts += _coordinator_section(data)
+    if data.get("idle"):
+        parts += [
+            "## Idle cost",
+            "",
+            data["notes"]["idle"],
+            "",
+            _table(
+                ["client", "broker", "window s", "CPU s", "% of a core"],
+                [
+                    (
+                        r["client"],
+                        r["broker"],
+                        _f(r["seconds"], 1),
+                        _f(r["cpu_seconds"], 3),
+                        _f(r["core_percent"]) if not r.get("error") else r["error"],
+                    )
+                    for r in data["idle"]
+                ],
+            ),
+            "",
+        ]
+    if plots:
+        parts += ["## Plots", ""] + [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plots] + [""]
+    return "\n".join(parts)
+
+
+def _throughput_section(data: dict[str, Any]) -> list[str]:
+    rows = data["throughput"]
+    ratio_by = {(r["cell"], r["ours"], r["peer"]): r["ratio"] for r in data.get("throughput_ratios", [])}
+    table = []
+    for r in rows:
+        cell = f"{r['broker']}, {r['size']} B, {r['partitions']} p"
+        vs = ""
+        if r["client"] == "kconsumer consume":
+            vs = _f(ratio_by.get((cell, "kconsumer consume", "confluent consume")), 3)
+        elif r["client"] == "kconsumer poll":
+            vs = _f(ratio_by.get((cell, "kconsumer poll", "confluent poll")), 3)
+        table.append(
+            (
+                cell,
+                r["client"],
+                _f(r["records_per_s"], 0),
+                _f(r["mb_per_s"], 1),
+                _f(r["cpu_s_per_million"]),
+                _f(r["app_cpu_s_per_million"]),
+                vs,
+                r["error"] or len(r["samples"]),
+            )
+        )
+    return [
+        "## Consume throughput",
+        "",
+        data["notes"]["throughput"],
+        "",
+        _table(
+            [
+                "cell",
+                "client",
+                "records/s",
+                "MB/s",
+                "CPU s / M records",
+                "app-thread CPU s / M",
+                "× confluent",
+                "repetitions",
+            ],
+            table,
+        ),
+        "",
+    ]
+
+
+def _rebalance_section(data: dict[str, Any]) -> list[str]:
+    rows = data["rebalance"]
+    table = [
+        (
+            f"{r['members']} × {r['partitions']}",
+            r["event"],
+            r["client"],
+            r["broker"],
+            _f(r["time_to_full_s"]),
+            _f(r["unowned_partition_s"]),
+            _f(r["longest_gap_s"]),
+            r["duplicates"],
+            r["moved"],
+            "yes" if r["converged"] else f"**no** {r['note']}".strip(),
+        )
+        for r in sorted(rows, key=lambda r: (r["members"], r["partitions"], r["event"]))
+    ]
+    return [
+        "## Rebalance",
+        "",
+        data["notes"]["rebalance"],
+        "",
+        _table(
+            [
+                "members × partitions",
+                "event",
+                "client",
+                "coordinator",
+                "time to full ownership s",
+                "unowned partition-s",
+                "longest gap s",
+                "duplicates",
+                "partitions moved",
+                "converged",
+            ],
+            table,
+        ),
+        "",
+    ]
+
+
+def _coordinator_section(data: dict[str, Any]) -> list[str]:
+    out = ["## Coordinator scale", "", data["notes"]["coordinator"], ""]
+    if data.get("assignors"):
+        out += [
+            _table(
+                [
+                    "assignor",
+                    "subscription",
+                    "type",
+                    "members",
+                    "partitions/member",
+                    "topics",
+                    "ms (median)",
+                    "ms (best)",
+                    "Kafka ms",
+                    "Kafka source",
+                    "target ms",
+                ],
+                [
+                    (
+                        r["assignor"],
+                        r["subscription"],
+                        r["assignment"],
+                        f"{r['members']:,}",
+                        r["ratio"],
+                        r["topics"],
+                        _f(r["ms"]),
+                        _f(r["best_ms"]),
+                        _f(r["kafka_ms"], 3),
+                        r["kafka_source"] or "",
+                        _f(r["target_ms"], 0),
+                    )
+                    for r in data["assignors"]
+                ],
+            ),
+            "",
+        ]
+    h = data.get("heartbeats")
+    if h:
+        out += [
+            _table(
+                [
+                    "members",
+                    "partitions/member",
+                    "topics",
+                    "build: joins s",
+                    "build: reconcile s",
+                    "stable heartbeats/s",
+                    "memory per member",
+                ],
+                [
+                    (
+                        f"{h['members']:,}",
+                        h["ratio"],
+                        h["topics"],
+                        _f(h["join_s"], 1),
+                        _f(h["reconcile_s"], 1),
+                        _f(h["heartbeats_per_s"], 0),
+                        f"{h['bytes_per_member'] / 1024:.1f} KiB",
+                    )
+                ],
+            ),
+            "",
+            "(The build times are under tracemalloc, which slows Python down several times.)",
+            "",
+        ]
+    return out
+
+
+# -- plots ------------------------------------------------------------------------------------------------
+
+
+def plots(data: dict[str, Any], out_dir: str) -> list[str]:
+    """PNG plots (matplotlib, Agg) of whatever sections ran; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    if data.get("throughput"):
+        rows = data["throughput"]
+        cells = list(dict.fromkeys(f"{r['broker']}\n{r['size']} B, {r['partitions']} p" for r in rows))
+        clients = list(dict.fromkeys(r["client"] for r in rows))
+        fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(cells)), 4.5))
+        width = 0.8 / len(clients)
+        for i, client in enumerate(clients):
+            values = []
+            for cell in cells:
+                match = [
+                    r
+                    for r in rows
+                    if f"{r['broker']}\n{r['size']} B, {r['partitions']} p" == cell and r["client"] == client
+                ]
+                values.append(match[0]["records_per_s"] / 1000 if match and match[0]["records_per_s"] else 0)
+            ax.bar([x + i * width for x in range(len(cells))], values, width, label=client)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(cells))], cells, fontsize=8)
+        ax.set_ylabel("thousand records/s (median)")
+        ax.set_title("Consume throughput (steady rate)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(os.path.join(out_dir, "throughput.png"))
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    if data.get("rebalance"):
+        rows = [r for r in data["rebalance"] if r["event"] != "setup"]
+        shapes = list(dict.fromkeys((r["members"], r["partitions"]) for r in rows))
+        events = list(dict.fromkeys(r["event"] for r in rows))
+        combos = list(dict.fromkeys((r["client"], r["broker"]) for r in rows))
+        fig, axes = plt.subplots(len(shapes), 1, figsize=(10, 3.8 * len(shapes)), squeeze=False)
+        width = 0.8 / len(combos)
+        for ax, shape in zip(axes[:, 0], shapes, strict=False):
+            for i, (client, broker) in enumerate(combos):
+                values = []
+                for event in events:
+                    match = [
+                        r
+                        for r in rows
+                        if (r["members"], r["partitions"]) == shape
+                        and r["event"] == event
+                        and r["client"] == client
+                        and r["broker"] == broker
+                    ]
+                    values.append(match[0]["time_to_full_s"] if match else 0)
+                ax.bar(
+                    [x + i * width for x in range(len(events))], values, width, label=f"{client} ({broker})"
+                )
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(events))], events)
+            ax.set_ylabel("s to full ownership")
+            ax.set_title(f"Rebalance: {shape[0]} members, {shape[1]} partitions")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        paths.append(os.path.join(out_dir, "rebalance.png"))
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    if data.get("assignors"):
+        rows = data["assignors"]
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        for key in dict.fromkeys(
+            (r["assignor"], r["subscription"], r["assignment"], r["ratio"], r["topics"]) for r in rows
+        ):
+            series = [
+                r
+                for r in rows
+                if (r["assignor"], r["subscription"], r["assignment"], r["ratio"], r["topics"]) == key
+            ]
+            ax.plot(
+                [r["members"] for r in series],
+                [r["ms"] for r in series],
+                marker="o",
+                label=f"{key[0]} {key[1][:6]} {key[2][:4]} r{key[3]} t{key[4]}",
+            )
+        kafka = [r for r in rows if r["kafka_ms"] is not None]
+        if kafka:
+            ax.scatter(
+                [r["members"] for r in kafka],
+                [r["kafka_ms"] for r in kafka],
+                marker="x",
+                color="black",
+                zorder=5,
+                label="Kafka's published figure (JMH)",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("members")
+        ax.set_ylabel("ms per assign()")
+        ax.set_title("Server-side assignors")
+        ax.legend(fontsize=6, ncol=2)
+        fig.tight_layout()
+        paths.append(os.path.join(out_dir, "assignors.png"))
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    if data.get("idle"):
+        rows = [r for r in data["idle"] if not r.get("error")]
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.bar([f"{r['client']}\n({r['broker']})" for r in rows], [r["core_percent"] for r in rows])
+        ax.set_ylabel("% of one core")
+        ax.set_title("Idle consumer in a stable group")
+        ax.tick_params(axis="x", labelsize=7)
+        fig.tight_layout()
+        paths.append(os.path.join(out_dir, "idle.png"))
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
+
+
+# -- files ----------------------------------------------------------------------------------------------
+
+
+def write(data: dict[str, Any], out_dir: str) -> str:
+    """report.md, results.json and the plots in `out_dir`; returns the markdown."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(data, f, indent=1, default=str)
+    text = markdown(data, plots(data, out_dir))
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def update_docs(text: str, docs_path: str, out_dir: str) -> None:
+    """Replace the "latest figures" block of docs/benchmarks.md with this report (headings shifted
+    one level down, plot links pointing into the output folder)."""
+    rel = os.path.relpath(out_dir, os.path.dirname(docs_path))
+    body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", text, flags=re.M)
+    body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", lambda m: f"![{m.group(1)}]({rel}/{m.group(2)})", body)
+    block = f"{DOCS_START}\n{body}\n{DOCS_END}"
+    try:
+        with open(docs_path) as f:
+            current = f.read()
+    except FileNotFoundError:
+        current = ""
+    if DOCS_START in current and DOCS_END in current:
+        head, rest = current.split(DOCS_START, 1)
+        tail = rest.split(DOCS_END, 1)[1]
+        updated = head + block + tail
+    else:
+        updated = (
+            (current.rstrip() + "\n\n" if current else "# Benchmarks\n\n")
+            + "## Latest figures\n\n"
+            + block
+            + "\n"
+        )
+    with open(docs_path, "w") as f:
+        f.write(updated)
