@@ -178,7 +178,7 @@ def machine() -> dict[str, str]:
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "kconsumer": kconsumer.__version__,
-        "confluent-kafka": str(ck.version()[0]),
+        "confluent-kafka": str(ck.version()[0] if isinstance(ck.version(), tuple) else ck.version()),
         "librdkafka": str(ck.libversion()[0]),
         "aiokafka": aiokafka.__version__,
     }

@@ -40,7 +40,8 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                 "target": f"{v['ours']} ≥ {v['target']:.2f} × {v['peer']}",
                 "measured": f"{v['geomean']:.3f} (geometric mean of {v['cells']} cells; "
                 f"worst {v['worst']:.3f}: "
-                f"{v['worst_cell']}; {v['cells_met']}/{v['cells']} cells met)",
+                f"{v['worst_cell']}; {v['cells_met']}/{v['cells']} cells met; "
+                f"CPU per record {v.get('cpu_geomean', float('nan')):.2f} × the peer's)",
                 "met": v["met"],
             }
         )

@@ -463,6 +463,7 @@ def target_verdicts(results: Sequence[ClientResult]) -> list[dict[str, Any]]:
                 "met": mean >= target,
                 "cells_met": sum(r["ratio"] >= target for r in values),
                 "cells": len(values),
+                "cpu_geomean": geomean(r["cpu_ratio"] for r in values),
             }
         )
     return verdicts
