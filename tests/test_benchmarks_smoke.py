@@ -1,0 +1,98 @@
+"""Smoke test of the benchmark suite (``python -m benchmarks``): the pieces that run without a
+broker, on tiny inputs, plus one start of librdkafka's mock cluster process. The benchmarks
+themselves are not part of the test suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("psutil")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # `benchmarks` is a top-level folder, not part of the installed package
+    sys.path.insert(0, ROOT)
+
+from benchmarks import __main__ as cli  # noqa: E402
+from benchmarks import coordinator_scale, rebalance, report  # noqa: E402
+from benchmarks.common import broker, machine  # noqa: E402
+
+
+def test_options_parse_and_reject_unknown_sections() -> None:
+    args = cli.parse(["--quick", "--only", "coordinator,idle", "--members", "1,4"])
+    assert args.only == ["coordinator", "idle"] and args.members == [1, 4] and args.quick
+    with pytest.raises(SystemExit):
+        cli.parse(["--only", "nonsense"])
+
+
+def test_coordinator_pieces_on_a_small_group() -> None:
+    rows = coordinator_scale.assignors([100], [5], [10], ["uniform"], repeat=1)
+    assert len(rows) == 4 and all(r.ms > 0 for r in rows)
+    result = coordinator_scale.heartbeats(members=200, ratio=2, topics=10, rounds=1)
+    assert result.heartbeats_per_s > 0 and result.bytes_per_member > 0
+
+
+def test_rebalance_measures_from_an_event_log() -> None:
+    events = [
+        ("subscribed", 0.0, "a", []),
+        ("assign", 0.1, "a", [0, 1]),
+        ("records", 0.5, "a", [(0, 0), (1, 0)]),
+        ("subscribed", 1.0, "b", []),
+        ("revoke", 1.2, "a", [1]),
+        ("assign", 1.5, "b", [1]),
+        ("records", 1.6, "a", [(0, 1)]),
+        ("records", 1.8, "b", [(1, 0), (1, 1)]),
+    ]
+    full, unowned, gap, duplicates, moved = rebalance._measure(events, 2, since=1.0, until=2.0)
+    assert moved == 1 and duplicates == 1
+    assert full == pytest.approx(0.8) and unowned == pytest.approx(0.3) and gap == pytest.approx(1.3)
+    assert not rebalance._converged(rebalance._timeline(events, 2), 2, 1.0, 2.0)  # quiet period not over
+    assert rebalance._converged(rebalance._timeline(events, 2), 2, 1.0, 1.5 + rebalance.QUIET_S)
+
+
+def test_report_files_and_docs_block(tmp_path: pathlib.Path) -> None:
+    data = {
+        "command": "./dev bench --quick", "started": "now", "duration_s": 1.0, "revision": "abc",
+        "machine": machine(), "load_before": "0", "load_after": "0", "notes": cli.NOTES,
+        "idle": [
+            {"client": "kconsumer", "broker": "mock", "seconds": 60.0, "cpu_seconds": 0.2,
+             "core_percent": 0.33},
+            {"client": "confluent KIP-848", "broker": "mock", "seconds": 60.0, "cpu_seconds": 0.1,
+             "core_percent": 0.17},
+        ],
+    }  # fmt: skip
+    out = os.path.join(tmp_path, "out")
+    text = report.write(data, out)
+    assert "idle CPU" in text and "**met**" in text
+    results = json.loads(pathlib.Path(out, "results.json").read_text())
+    assert results["command"] == "./dev bench --quick"
+    assert os.path.exists(os.path.join(out, "idle.png"))
+    docs = os.path.join(tmp_path, "benchmarks.md")
+    with open(docs, "w") as f:
+        f.write("# Benchmarks\n\nintro\n")
+    report.update_docs(text, docs, out)
+    report.update_docs(text, docs, out)  # replaces its block, keeps the rest
+    content = pathlib.Path(docs).read_text()
+    assert content.count(report.DOCS_START) == 1 and content.startswith("# Benchmarks\n\nintro")
+
+
+def test_mock_cluster_process_starts_with_exact_partition_counts() -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with broker("mock", [("smoke", 3)]) as bootstrap:
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "smoke"})
+        try:
+            assert len(consumer.list_topics("smoke", timeout=10).topics["smoke"].partitions) == 3
+        finally:
+            consumer.close()
+
+
+def test_help_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and "--quick" in result.stdout
