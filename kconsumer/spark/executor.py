@@ -16,10 +16,7 @@ start offset) fail the task when ``failOnDataLoss`` is true, and are skipped oth
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -35,8 +32,8 @@ log = logging.getLogger("kconsumer.spark")
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 10_000
-#: Longest single wait inside librdkafka.
-_SLICE_S = 0.5
+#: Longest single wait inside librdkafka (short: a range with gaps has fewer records than offsets).
+_SLICE_S = 0.1
 
 _DATA_LOSS = frozenset(
     {
@@ -69,45 +66,6 @@ def reader_config(client_config: Mapping[str, Any], fail_on_data_loss: bool) -> 
     return config
 
 
-class _Pool:
-    """Idle handles by configuration, reused by later tasks of this Python worker."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[tuple[str, str], ...], list[RdKafkaConsumer]] = {}
-        atexit.register(self.close)
-
-    @staticmethod
-    def _key(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted((str(k), repr(v)) for k, v in config.items()))
-
-    def take(self, config: Mapping[str, Any]) -> RdKafkaConsumer:
-        with self._lock:
-            idle = self._idle.get(self._key(config))
-            if idle:
-                return idle.pop()
-        return RdKafkaConsumer(dict(config))
-
-    def give_back(self, config: Mapping[str, Any], handle: RdKafkaConsumer) -> None:
-        with self._lock:
-            idle = self._idle.setdefault(self._key(config), [])
-            if not idle:
-                idle.append(handle)
-                return
-        handle.close()
-
-    def close(self) -> None:
-        with self._lock:
-            handles = [h for idle in self._idle.values() for h in idle]
-            self._idle.clear()
-        for handle in handles:
-            with contextlib.suppress(Exception):  # best effort at exit
-                handle.close()
-
-
-_POOL = _Pool()
-
-
 def read_range(
     client_config: Mapping[str, Any],
     rng: OffsetRange,
@@ -119,22 +77,12 @@ def read_range(
     """The records of `rng` as Arrow batches of the Kafka row schema (see the module docstring)."""
     if rng.size == 0:
         return
-    config = reader_config(client_config, fail_on_data_loss)
-    handle = _POOL.take(config)
-    reusable = False
+    handle = RdKafkaConsumer(reader_config(client_config, fail_on_data_loss))
     try:
         handle.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         yield from _read(handle, rng, timeout_s, fail_on_data_loss, batch_rows)
-        reusable = True
     finally:
-        try:
-            handle.unassign()
-        except Exception:
-            reusable = False
-        if reusable:
-            _POOL.give_back(config, handle)
-        else:
-            handle.close()
+        handle.close()
 
 
 def _read(
@@ -153,7 +101,9 @@ def _read(
                 f"timed out after {timeout_s:g} s reading {topic}-{partition} offsets "
                 f"[{rng.start}, {until}): reached offset {next_offset}{end} (readTimeoutMs)"
             )
-        messages = handle.consume(batch_rows, min(remaining, _SLICE_S))
+        # At most the records left: librdkafka's consume() returns as soon as it has that many.
+        wanted = max(1, min(batch_rows - len(builder), until - next_offset))
+        messages = handle.consume(wanted, min(remaining, _SLICE_S))
         for message in messages:
             error = message.error()
             if error is not None:

@@ -39,14 +39,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 
+from ._compat import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .batch import plan_batch
 from .executor import read_range
 from .membership import MEMBERS, DriverMember
@@ -95,6 +89,8 @@ class KConsumerDataSource(DataSource):
 
 def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
     rng = partition.range if isinstance(partition, RangePartition) else partition.value
+    if rng is None:  # Spark's stand-in partition when a batch read has nothing to read
+        return iter(())
     assert isinstance(rng, OffsetRange), f"not a kconsumer input partition: {partition!r}"
     return read_range(
         options.client_config(),
@@ -113,6 +109,7 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._id = uuid.uuid4().hex
         self._target: dict[tuple[str, int], int] | None = None
         self._latest: dict[tuple[str, int], int] = {}
+        self._last_end: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_options": self._options, "_id": self._id}
@@ -122,6 +119,7 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._id = state["_id"]
         self._target = None
         self._latest = {}
+        self._last_end = None
 
     def _member(self) -> DriverMember:
         return MEMBERS.get(self._id, lambda: DriverMember(self._options))
@@ -148,9 +146,23 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._target = member.cluster.list_offsets(member.cluster.partitions(), "latest")
         log.info("kconsumer: Trigger.AvailableNow target %s", self._target)
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, Any]:
         """The batch boundary: commit the completed batch (`start`), let the group rebalance, plan
-        the next batch over the partitions owned now (see the module docstring)."""
+        the next batch over the partitions owned now (see the module docstring).
+
+        Spark 4.0/4.1 pass neither argument: `start` is then the end of the last batch this reader
+        planned or was asked to run, and the limit is ``maxRecordsPerTrigger``."""
+        if start is None:
+            start = self._last_end if self._last_end is not None else SourceOffset().to_json()
+        if limit is None:
+            limit = self.getDefaultReadLimit()
+        end = self._plan(start, limit)
+        self._last_end = end
+        return end
+
+    def _plan(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         member = self._member()
         previous = SourceOffset.from_json(start)
         member.settle(previous.offsets)
@@ -182,6 +194,7 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """One input partition per Kafka partition with records in (start, end]."""
         self._member()
+        self._last_end = end
         ranges = batch_ranges(SourceOffset.from_json(start), SourceOffset.from_json(end))
         return [RangePartition(r) for r in ranges]
 

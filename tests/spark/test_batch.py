@@ -1,0 +1,55 @@
+"""Batch reads (``spark.read.format("kconsumer")``): explicit ranges and a group's backlog."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from kconsumer import Consumer
+from kconsumer.testing import ReferenceCluster
+
+pytestmark = pytest.mark.spark
+
+
+def _read(spark: Any, cluster: ReferenceCluster, **options: str) -> list[tuple[str, int, int]]:
+    reader = spark.read.format("kconsumer").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return sorted((r.topic, r.partition, r.offset) for r in reader.load().collect())
+
+
+def test_explicit_offset_ranges(spark: Any, cluster: ReferenceCluster) -> None:
+    cluster.create_topic("t", partitions=2)
+    cluster.produce("t", [f"v{i}" for i in range(20)])  # 10 per partition
+    rows = _read(
+        spark,
+        cluster,
+        subscribe="t",
+        startingOffsets='{"t": {"0": 2, "1": -2}}',
+        endingOffsets='{"t": {"0": 5, "1": -1}}',
+    )
+    assert rows == [("t", 0, 2), ("t", 0, 3), ("t", 0, 4)] + [("t", 1, o) for o in range(10)]
+    assert _read(spark, cluster, assign='{"t": [1]}', startingOffsets="latest") == []
+    assert len(_read(spark, cluster, subscribePattern="t|u")) == 20
+
+
+def test_a_groups_backlog_from_committed_to_latest(spark: Any, cluster: ReferenceCluster) -> None:
+    cluster.create_topic("t", partitions=2)
+    cluster.produce("t", [f"v{i}" for i in range(20)])
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "backfill"})
+    try:
+        consumer.subscribe(["t"])
+        deadline = time.monotonic() + 10
+        while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        consumer.commit(offsets=[TopicPartition("t", 0, 7)], asynchronous=False)
+    finally:
+        consumer.close()
+    rows = _read(spark, cluster, subscribe="t", startingOffsets="committed", **{"group.id": "backfill"})
+    # Partition 0 from its committed offset; partition 1 has none: from the earliest.
+    assert rows == [("t", 0, o) for o in range(7, 10)] + [("t", 1, o) for o in range(10)]
+    # The read committed nothing and did not join.
+    assert cluster.committed("backfill") == {("t", 0): 7}

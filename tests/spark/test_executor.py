@@ -1,0 +1,83 @@
+"""Reading offset ranges on an executor: a manual-assign confluent-kafka handle, Arrow batches
+(no Spark needed: read_range is called directly)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+
+from kconsumer.spark.executor import RangeReadError, read_range
+from kconsumer.spark.offsets import OffsetRange
+from kconsumer.spark.rows import arrow_schema
+from kconsumer.testing import ReferenceCluster
+
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture
+def cluster() -> Iterator[ReferenceCluster]:
+    with ReferenceCluster() as running:
+        yield running
+
+
+def _rows(cluster: ReferenceCluster, rng: OffsetRange, **kwargs: object) -> list[dict[str, object]]:
+    config = {"bootstrap.servers": cluster.bootstrap_servers}
+    batches = list(read_range(config, rng, timeout_s=kwargs.pop("timeout_s", 10.0), **kwargs))  # type: ignore[arg-type]
+    for batch in batches:
+        assert batch.schema.equals(arrow_schema())
+    return [row for batch in batches for row in batch.to_pylist()]
+
+
+def test_reads_exactly_the_range_with_keys_headers_and_timestamps(cluster: ReferenceCluster) -> None:
+    cluster.create_topic("t", partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(10):
+        producer.produce(
+            "t",
+            value=f"v{i}".encode(),
+            key=b"k" if i % 2 else None,
+            headers=[("h", b"x")],
+            timestamp=1000 + i,
+        )
+    producer.flush(10)
+    rows = _rows(cluster, OffsetRange("t", 0, 3, 7))
+    assert [r["offset"] for r in rows] == [3, 4, 5, 6]
+    assert [r["value"] for r in rows] == [b"v3", b"v4", b"v5", b"v6"]
+    assert [r["key"] for r in rows] == [b"k", None, b"k", None]
+    assert {r["topic"] for r in rows} == {"t"} and {r["partition"] for r in rows} == {0}
+    assert rows[0]["headers"] == [{"key": "h", "value": b"x"}]
+    assert rows[0]["timestampType"] == 0
+    assert rows[0]["timestamp"].timestamp() == pytest.approx(1.003)  # type: ignore[attr-defined]
+
+
+def test_batches_hold_at_most_batch_rows(cluster: ReferenceCluster) -> None:
+    cluster.create_topic("t", partitions=2)
+    cluster.produce("t", [f"v{i}" for i in range(25)], partition=1)
+    config = {"bootstrap.servers": cluster.bootstrap_servers}
+    sizes = [b.num_rows for b in read_range(config, OffsetRange("t", 1, 0, 25), timeout_s=10, batch_rows=10)]
+    assert sizes == [10, 10, 5]
+    assert list(read_range(config, OffsetRange("t", 1, 5, 5), timeout_s=10)) == []
+
+
+def test_a_range_past_the_log_end_times_out_clearly(cluster: ReferenceCluster) -> None:
+    cluster.create_topic("t", partitions=1)
+    cluster.produce("t", ["a", "b"])
+    with pytest.raises(
+        RangeReadError, match=r"timed out after 0.5 s reading t-0 offsets \[0, 5\): reached offset 2"
+    ):
+        _rows(cluster, OffsetRange("t", 0, 0, 5), timeout_s=0.5)
+
+
+def test_records_deleted_by_retention_fail_or_are_skipped() -> None:
+    with ReferenceCluster(retention_bytes=2000) as cluster:
+        cluster.create_topic("t", partitions=1)
+        for _ in range(20):
+            cluster.produce("t", ["x" * 100] * 5)
+        log_start, end = cluster.watermarks("t")[0]
+        assert log_start > 0
+        with pytest.raises(RangeReadError, match="data loss reading t-0"):
+            _rows(cluster, OffsetRange("t", 0, 0, end))
+        rows = _rows(cluster, OffsetRange("t", 0, 0, end), fail_on_data_loss=False)
+        assert [r["offset"] for r in rows] == list(range(log_start, end))
