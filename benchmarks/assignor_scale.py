@@ -18,6 +18,7 @@ Run from the repository root::
     python -m benchmarks.assignor_scale --quick    # ratio 10, 10 and 100 topics
     python -m benchmarks.assignor_scale --members 10000 --ratio 10 --topics 10 --assignor uniform
     python -m benchmarks.assignor_scale --quick --no-gc   # adds a column timed without the GC
+    python -m benchmarks.assignor_scale --cpu             # CPU time: steadier on a shared machine
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kconsumer.coordinator.assignor_api import (
@@ -148,7 +149,9 @@ def build_spec(case: Case, assignor: ServerAssignor) -> GroupSpec:
     return GroupSpec(members, by_id, case.subscription)
 
 
-def measure(case: Case, repeat: int, collect: bool = True) -> tuple[float, float]:
+def measure(
+    case: Case, repeat: int, collect: bool = True, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, float]:
     """Median and minimum ms per assign() over `repeat` runs, after one warm-up run.
 
     With `collect` False the cyclic garbage collector is off while timing (a diagnostic: the
@@ -163,9 +166,9 @@ def measure(case: Case, repeat: int, collect: bool = True) -> tuple[float, float
         if not collect:
             gc.disable()
         try:
-            start = time.perf_counter()
+            start = clock()
             assignor.assign(spec)
-            samples.append((time.perf_counter() - start) * 1000)
+            samples.append((clock() - start) * 1000)
         finally:
             gc.enable()
     return statistics.median(samples), min(samples)
@@ -191,6 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--assignor", nargs="+", default=["uniform", "range"])
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per case")
     parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU clock instead of the wall clock (steadier on a busy machine)",
+    )
+    parser.add_argument(
         "--no-gc", action="store_true", help="also time each case with the garbage collector off (diagnostic)"
     )
     args = parser.parse_args(argv)
@@ -201,15 +209,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.repeat is None:
         args.repeat = 5 if args.quick else 7
 
-    print(f"# python {sys.version.split()[0]}, ms per assign(): median and best of {args.repeat} runs")
+    clock = time.process_time if args.cpu else time.perf_counter
+    kind = "CPU" if args.cpu else "wall-clock"
+    print(f"# python {sys.version.split()[0]}, {kind} ms per assign(): median and best of {args.repeat} runs")
     header = f"{'assignor':<8} {'subscription':<13} {'type':<11} {'members':>7} {'ratio':>5} {'topics':>6}"
     gc_column = f" {'no-gc med':>9}" if args.no_gc else ""
     print(f"{header} {'median':>9} {'best':>9}{gc_column}  {'Kafka ms':>9}  note")
     for case in _grid(args):
         if case.members * case.ratio < case.topics:
             continue  # Kafka's grid would give topics with no partition
-        ms, best = measure(case, args.repeat)
-        no_gc = f" {measure(case, args.repeat, collect=False)[0]:9.2f}" if args.no_gc else ""
+        ms, best = measure(case, args.repeat, clock=clock)
+        no_gc = f" {measure(case, args.repeat, False, clock)[0]:9.2f}" if args.no_gc else ""
         sub = case.subscription.value
         kafka = KAFKA_FIGURES.get(
             (case.assignor, sub, case.assignment, case.members, case.ratio, case.topics)
