@@ -24,7 +24,7 @@ PARTITION = TopicIdPartition(Uuid(b"\x01" * 16), "gone", 0)
 def test_a_commit_to_a_deleted_topic_fails_at_once(code: ErrorCode, reason: CommitReason) -> None:
     """Before: retried with backoff until its deadline (max.poll.interval.ms for a revocation), so a
     deleted topic held the member's rebalance up for 5 minutes by default
-    (test_topic_changes.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset)."""
+    (test_consumer_topics.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset)."""
     config = MemberConfig(group_id="g", auto_commit=False)
     manager = CommitManager(config, ExponentialBackoff(100, 1000), Ids(), 0)
     member = Membership("m", 3, frozenset({PARTITION}))
@@ -58,7 +58,7 @@ def _fetch_request() -> FetchRequest:
 def test_unknown_topic_fetch_answers_empty_records(version: int) -> None:
     """Before: null records, which librdkafka cannot parse ("invalid MessageSetSize -1"): it drops
     the whole Fetch response, so a consumer whose topic was deleted and recreated never fetched
-    again (test_topic_changes.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset).
+    again (test_consumer_topics.py::test_deleted_and_recreated_topic_starts_per_auto_offset_reset).
     Kafka answers an empty record set (MemoryRecords.EMPTY)."""
     response, _size, failed = read_fetch(Topics(lambda: Uuid(b"\x03" * 16)), _fetch_request(), version)
     (partition,) = response.responses[0].partitions

@@ -219,3 +219,48 @@ def test_dropped_connections_and_coordinator_failovers(
     ledger.check(produced)
     for member in (a, b, c):
         assert member.errors == [] and member.lost_calls == 0
+
+
+def test_every_event_in_one_run(members: MemberFactory, feeders: FeederFactory) -> None:
+    """Members join, get fenced, crash, stop polling, restart statically, while responses are lost,
+    connections dropped, the coordinator fails over and answers errors: every record is still
+    consumed, never by two members at once, duplicates only inside the uncommitted window."""
+    with fast_cluster(session_timeout_ms=1500) as cluster:
+        cluster.create_topic(TOPIC, 6)
+        ledger = Ledger(cluster_committed(cluster, GROUP))
+        ledger.sample_group(cluster, GROUP)
+        feeder = feeders(cluster, TOPIC)
+        settings = config(cluster.bootstrap_servers, GROUP)
+        a = members(ledger, "a", config(cluster.bootstrap_servers, GROUP, max_poll_interval_ms=1500), [TOPIC])
+        b = members(ledger, "b", settings, [TOPIC], commit_every=0.5)
+        wait_until(lambda: stable(cluster, [a, b], 6) and ledger.consuming("a", "b"), what="a and b")
+
+        cluster.inject_error(ApiKey.CONSUMER_GROUP_HEARTBEAT, ErrorCode.FENCED_MEMBER_EPOCH, 1)
+        c = members(ledger, "c", settings, [TOPIC], batch=20)
+        cluster.drop_responses(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1)
+        cluster.fail_over_coordinator()
+        wait_until(lambda: stable(cluster, [a, b, c], 6) and ledger.consuming("a", "b", "c"), what="a, b, c")
+
+        cluster.inject_error(ApiKey.OFFSET_COMMIT, ErrorCode.NOT_COORDINATOR, 2)
+        cluster.inject_error(ApiKey.OFFSET_FETCH, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, 2)
+        b.crash()
+        static = config(cluster.bootstrap_servers, GROUP, group_instance_id="static")
+        d = members(ledger, "d", static, [TOPIC])
+        wait_until(
+            lambda: stable(cluster, [a, c, d], 6) and ledger.consuming("a", "c", "d"), what="b replaced"
+        )
+
+        d.close()
+        cluster.drop_connections()
+        d2 = members(ledger, "d2", static, [TOPIC])
+        wait_until(lambda: stable(cluster, [a, c, d2], 6) and ledger.consuming("d2"), what="d restarted")
+
+        a.pause()
+        wait_until(lambda: stable(cluster, [c, d2], 6), what="a gone for not polling")
+        a.resume()
+        wait_until(lambda: stable(cluster, [a, c, d2], 6) and ledger.consuming("a", "c", "d2"), what="a back")
+        assert a.lost_calls == 1
+
+        produced = settle_and_check(ledger, feeder, [a, c, d2])
+        ledger.check(produced)
+        assert ledger.samples > 20
