@@ -39,7 +39,13 @@ def plan_batch(options: SourceOptions) -> list[OffsetRange]:
     latest = cluster.list_offsets([k for k in keys if LATEST in (starts[k], ends[k])], "latest")
 
     def resolve(value: int, key: Key) -> int:
-        return earliest[key] if value == EARLIEST else latest[key] if value == LATEST else value
+        if value not in (EARLIEST, LATEST):
+            return value
+        found = (earliest if value == EARLIEST else latest).get(key)
+        if found is None:
+            which = "earliest" if value == EARLIEST else "latest"
+            raise RuntimeError(f"kconsumer batch read: no {which} offset for {key[0]}-{key[1]}")
+        return found
 
     ranges = []
     for key in keys:

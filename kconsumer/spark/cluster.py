@@ -3,14 +3,17 @@ committed offsets. One AdminClient, batched requests; never a group membership."
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from ..patterns import matching_topics
 from .options import Key, SourceOptionError, SourceOptions
+
+log = logging.getLogger("kconsumer.spark")
 
 #: Timeout of the driver's admin requests.
 ADMIN_TIMEOUT_S = 30.0
@@ -42,7 +45,21 @@ class Cluster:
         except ImportError:  # pragma: no cover - older confluent-kafka
             pass
         futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted}, **kwargs)
-        return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+        found: dict[Key, int] = {}
+        failed = {}
+        for tp, future in futures.items():
+            try:
+                found[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException as exc:
+                failed[(tp.topic, tp.partition)] = exc
+        if failed and not found:
+            raise next(iter(failed.values()))
+        if failed:
+            # A partition being deleted or moving: it is planned with no new records this time.
+            log.warning(
+                "kconsumer: no %s offset for %s: %s", which, sorted(failed), next(iter(failed.values()))
+            )
+        return found
 
     def partitions(self, *, must_exist: bool = False) -> list[Key]:
         """Every partition of the options' topics, pattern or explicit assignment, now."""

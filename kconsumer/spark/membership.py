@@ -175,7 +175,11 @@ class DriverMember:
         latest = self.cluster.list_offsets([k for k, v in wanted.items() if v == LATEST], "latest")
         out = {}
         for key, value in wanted.items():
-            out[key] = earliest[key] if value == EARLIEST else latest[key] if value == LATEST else value
+            resolved = (
+                earliest.get(key) if value == EARLIEST else latest.get(key) if value == LATEST else value
+            )
+            if resolved is not None:  # else tried again at the next batch boundary
+                out[key] = resolved
         log.info(
             "kconsumer: no committed offsets in group %s for %s: starting at %s",
             self._options.group_id,
