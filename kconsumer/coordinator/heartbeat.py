@@ -316,8 +316,10 @@ def _replace_static_member(
 ) -> ConsumerGroupMember:
     """A static member rejoining under a new member id takes over the old one's assignment."""
     target = group.target.get(old.member_id)
-    # Its session timer stays armed and is ignored when it fires (facts §5.11).
-    remove_member(ctx, group, old.member_id, cancel_timers=False)
+    # Its session timer stays armed and is ignored when it fires (facts §5.11). The new member takes
+    # over its subscription: the regexes it uses stay resolved (a change of subscription in this
+    # heartbeat drops the ones left unused, as any subscription change does).
+    remove_member(ctx, group, old.member_id, cancel_timers=False, drop_regexes=False)
     metadata = dataclasses.replace(old.metadata, member_id=new_member_id)
     ctx.writer.write(MemberMetadataRecord(group.group_id, metadata))
     if target is not None:

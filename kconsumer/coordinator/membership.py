@@ -13,15 +13,24 @@ from .records import (
 )
 
 
-def remove_member(ctx: Context, group: ConsumerGroup, member_id: str, *, cancel_timers: bool = True) -> None:
-    """Write the tombstones removing a member (current assignment, target, metadata) and the
-    tombstones of regexes nobody uses any more; cancel the member's timers unless told not to
-    (a timer of a member that is gone is ignored when it fires). No epoch bump."""
+def remove_member(
+    ctx: Context,
+    group: ConsumerGroup,
+    member_id: str,
+    *,
+    cancel_timers: bool = True,
+    drop_regexes: bool = True,
+) -> None:
+    """Write the tombstones removing a member (current assignment, target, metadata) and, unless
+    told not to (a static replacement: the new member subscribes the same way), the tombstones of
+    regexes nobody uses any more; cancel the member's timers unless told not to (a timer of a
+    member that is gone is ignored when it fires). No epoch bump."""
     group_id = group.group_id
     ctx.writer.write(CurrentAssignmentTombstone(group_id, member_id))
     ctx.writer.write(TargetMemberTombstone(group_id, member_id))
     ctx.writer.write(MemberMetadataTombstone(group_id, member_id))
-    drop_unused_regexes(ctx, group)
+    if drop_regexes:
+        drop_unused_regexes(ctx, group)
     if cancel_timers:
         ctx.timers.cancel(session_timer(group_id, member_id))
         ctx.timers.cancel(rebalance_timer(group_id, member_id))

@@ -75,6 +75,10 @@ class Membership:
     member_id: str
     member_epoch: int
     owned: frozenset[TopicIdPartition]
+    #: Owned partitions a revoke step already stopped: commits of "every owned partition" leave
+    #: them out (the application may read their positions only after the revocation was
+    #: acknowledged; their revocation commit is the one that counts).
+    revoking: frozenset[TopicIdPartition] = frozenset()
 
 
 @dataclass
@@ -166,7 +170,7 @@ class CommitManager:
 
     def _send(self, op: _Commit, member: Membership, out: list[Effect]) -> None:
         owned_keys = {tp.key for tp in member.owned}
-        wanted = member.owned if op.partitions is None else op.partitions
+        wanted = member.owned - member.revoking if op.partitions is None else op.partitions
         keep = sort_partitions(tp for tp in wanted if tp.key in owned_keys)
         op.skipped.update(tp for tp in wanted if tp.key not in owned_keys)
         op.not_before = None

@@ -80,7 +80,7 @@ from .model import (
 )
 from .reconciler import Progress, Reconciler, Release
 from .schedule import HeartbeatSchedule
-from .state import HEARTBEATING, IN_GROUP, MemberState, check_transition
+from .state import IN_GROUP, MemberState, check_transition
 
 S = MemberState
 
@@ -198,7 +198,7 @@ class MemberCore(HeartbeatExchange):
             return None
         times: list[int] = []
         state = self._state
-        if state in HEARTBEATING:
+        if self._heartbeating():
             due = self._schedule.due_at(self._heartbeat_urgent())
             if state is S.LEAVING and self._schedule.in_flight is None:
                 due = now_ms
@@ -265,7 +265,7 @@ class MemberCore(HeartbeatExchange):
         self._state = check_transition(self._state, state)
 
     def _membership(self) -> Membership:
-        return Membership(self._member_id, self._epoch, self._recon.owned)
+        return Membership(self._member_id, self._epoch, self._recon.owned, self._recon.revoking)
 
     def _drain_commits(self) -> None:
         while finished := self._commits.drain_finished():
@@ -389,6 +389,10 @@ class MemberCore(HeartbeatExchange):
         leave = Leave(reason, LeavePhase.COMMIT, release, positions=release.positions)
         if release.stop:
             leave.waiting = self.stop_fetching(release.stop)
+        elif release.revoking_callback is not None:
+            # Nothing to stop: wait for the interrupted revocation's callback instead (a stop queued
+            # after it would imply it had returned).
+            leave.waiting = release.revoking_callback
         self._leave = leave
         self._advance_leave()
 
@@ -552,7 +556,7 @@ class MemberCore(HeartbeatExchange):
             self._now,
             self._membership(),
             self._out,
-            partitions=self._recon.owned if event.offsets is None else None,
+            partitions=self._recon.owned - self._recon.revoking if event.offsets is None else None,
             offsets=event.offsets,
             token=event.token,
             deadline_ms=event.deadline_ms,

@@ -19,7 +19,7 @@ from .errors import HeartbeatAction, heartbeat_error, heartbeat_rule
 from .events import HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat import REGEX_VERSION
 from .leaving import leave_epoch
-from .model import AssignmentMetadata, Subscription
+from .model import AssignmentMetadata, Subscription, TopicIdPartition
 from .state import HEARTBEATING, IN_GROUP, MemberState
 
 if TYPE_CHECKING:
@@ -69,10 +69,25 @@ class HeartbeatExchange:
         state = self._state
         return state in (S.JOINING, S.ACKNOWLEDGING, S.LEAVING) or (self._urgent and state in IN_GROUP)
 
+    def _heartbeating(self) -> bool:
+        """Whether the member sends heartbeats now: not once it was fenced while preparing to leave
+        (it is out of the group; the leave only finishes its stop and callback)."""
+        leave = self._leave
+        return self._state in HEARTBEATING and not (leave is not None and leave.fenced)
+
+    def _reported(self) -> frozenset[TopicIdPartition]:
+        """The TopicPartitions a heartbeat reports: what the member owns or may still start fetching
+        (`Reconciler.reported`) and, while preparing to leave, the partitions the application has
+        not yet been told it gave up (assigned ones of an interrupted step included)."""
+        reported = self._recon.reported
+        if self._leave is not None:
+            reported = reported | frozenset(self._leave.release.callback)
+        return reported
+
     def _maybe_heartbeat(self) -> None:
         state = self._state
         schedule = self._schedule
-        if state not in HEARTBEATING or schedule.in_flight is not None:
+        if not self._heartbeating() or schedule.in_flight is not None:
             return
         if state is S.LEAVING:
             self._send_leave()
@@ -87,7 +102,7 @@ class HeartbeatExchange:
             member_id=self._member_id,
             member_epoch=self._epoch,
             subscription=subscription,
-            owned=self._recon.owned,
+            owned=self._reported(),
             client_assignors=self._assignors.announced,
             version=self._hb_version,
         )

@@ -148,6 +148,9 @@ class Release:
     """The ones the application believes it has and has not yet been told it lost/revoked."""
     positions: tuple[PartitionOffset, ...] = ()
     """Positions of partitions an interrupted revoke step had already stopped."""
+    revoking_callback: int | None = None
+    """The ``on_partitions_revoked`` of an interrupted revoke step, emitted and not yet returned
+    (a leave gives its partitions up only once it has)."""
 
 
 class Reconciler:
@@ -175,8 +178,34 @@ class Reconciler:
 
     @property
     def owned(self) -> frozenset[TopicIdPartition]:
-        """The partitions the member owns (reports to the coordinator)."""
+        """The partitions the member owns."""
         return frozenset(self._owned.values())
+
+    @property
+    def reported(self) -> frozenset[TopicIdPartition]:
+        """What heartbeats report as owned: the owned partitions, the partitions of an assign step
+        under way, and the target (the partitions the coordinator granted, resolved or not; an
+        unresolved one has an empty topic name here). The member may still start fetching any of
+        them, so the coordinator must keep them pending revocation (not hand them to another
+        member) until this member stops reporting them, which it does for the target's partitions
+        as soon as a newer target drops them. Revoked partitions are in none of these sets."""
+        reported = dict(self._owned)
+        step = self.step
+        if step is not None and step.kind is StepKind.ASSIGN:
+            reported.update((tp.key, tp) for tp in step.partitions)
+        for topic_id, partitions in (self._target or {}).items():
+            name = self._names.get(topic_id, "")
+            for partition in partitions:
+                reported.setdefault((topic_id, partition), TopicIdPartition(topic_id, name, partition))
+        return frozenset(reported.values())
+
+    @property
+    def revoking(self) -> frozenset[TopicIdPartition]:
+        """The owned partitions of a revoke step under way (fetching them stopped or stopping)."""
+        step = self.step
+        if step is None or step.kind is not StepKind.REVOKE:
+            return frozenset()
+        return frozenset(step.partitions)
 
     @property
     def target(self) -> Mapping[Uuid, frozenset[int]] | None:
@@ -427,6 +456,7 @@ class Reconciler:
             owned=owned,
             callback=sort_partitions([tp for tp in owned if tp not in already_revoked] + list(told)),
             positions=step.positions if step is not None and step.stopped else (),
+            revoking_callback=step.waiting if already_revoked and step is not None else None,
         )
 
     def drop_owned(self) -> None:
