@@ -81,3 +81,72 @@ def test_records_deleted_by_retention_fail_or_are_skipped() -> None:
             _rows(cluster, OffsetRange("t", 0, 0, end))
         rows = _rows(cluster, OffsetRange("t", 0, 0, end), fail_on_data_loss=False)
         assert [r["offset"] for r in rows] == list(range(log_start, end))
+
+
+class _Message:
+    def __init__(self, offset: int, error: object = None) -> None:
+        self._offset, self._error = offset, error
+
+    def error(self) -> object:
+        return self._error
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return None
+
+    def value(self) -> bytes:
+        return b"v%d" % self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 5)
+
+    def headers(self) -> None:
+        return None
+
+
+class _Eof:
+    def code(self) -> int:
+        from confluent_kafka import KafkaError
+
+        return KafkaError._PARTITION_EOF
+
+
+class _Handle:
+    """Hands out scripted consume() results, then nothing; a fixed position."""
+
+    def __init__(self, *results: list[_Message], position: int = -1001) -> None:
+        self._results = list(results)
+        self._position = position
+
+    def consume(self, num: int, timeout: float) -> list[_Message]:
+        return self._results.pop(0) if self._results else []
+
+    def position(self, partitions: list[object]) -> list[object]:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition("t", 0, self._position)]
+
+
+def _fake_read(handle: _Handle, start: int, until: int, timeout_s: float = 1.0) -> list[int]:
+    from kconsumer.spark.executor import _read
+
+    batches = _read(handle, OffsetRange("t", 0, start, until), timeout_s, True, 100)  # type: ignore[arg-type]
+    return [row["offset"] for batch in batches for row in batch.to_pylist()]
+
+
+def test_gaps_inside_and_at_the_end_of_a_range() -> None:
+    # Compacted away: 2, 3 and 6, 7; the log ends (EOF) at 8, the range's end.
+    handle = _Handle([_Message(0), _Message(1), _Message(4)], [_Message(5), _Message(8, _Eof())])
+    assert _fake_read(handle, 0, 8) == [0, 1, 4, 5]
+    # A record at or past the end ends the range (the end offset itself was compacted away).
+    assert _fake_read(_Handle([_Message(10), _Message(13)]), 10, 12) == [10]
+    # Nothing returned, but the position is already past the end (trailing transaction markers).
+    assert _fake_read(_Handle([_Message(20)], position=23), 20, 23) == [20]
+
+
+def test_a_log_ending_before_the_range_end_times_out_naming_it() -> None:
+    handle = _Handle([_Message(0), _Message(1, _Eof())])
+    with pytest.raises(RangeReadError, match=r"reached offset 1; the partition's log ends at 1"):
+        _fake_read(handle, 0, 3, timeout_s=0.3)

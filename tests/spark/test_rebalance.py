@@ -138,6 +138,11 @@ def test_queries_and_a_plain_consumer_share_partitions_without_loss(
         plain.stop()
 
     assert delivered() == everything, "records lost"
+    # The group's committed offsets are exactly the end of what the sinks hold.
+    ends: dict[tuple[str, int], int] = {}
+    for topic, partition, offset, _ in delivered():
+        ends[(topic, partition)] = max(ends.get((topic, partition), 0), offset + 1)
+    assert cluster.committed(GROUP) == ends
     for name, rows in (("A", first.rows()), ("B", second.rows()), ("plain", plain.records)):
         assert len(rows) == len(set(rows)), f"{name} read a record twice"
     # Handoffs while A and B kept running (B joining, the plain consumer joining) happened at
