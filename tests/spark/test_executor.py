@@ -8,12 +8,13 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Producer
 
+from kconsumer.testing import ReferenceCluster
+
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'kconsumer[spark]')")
+
 from kconsumer.spark.executor import RangeReadError, read_range
 from kconsumer.spark.offsets import OffsetRange
 from kconsumer.spark.rows import arrow_schema
-from kconsumer.testing import ReferenceCluster
-
-pytest.importorskip("pyarrow")
 
 
 @pytest.fixture

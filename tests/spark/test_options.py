@@ -97,3 +97,12 @@ def test_offset_specs() -> None:
     for bad in ('{"t": 1}', '{"t": {"0": -3}}', '{"t": {"zero": 1}}', '{"t": {"0": true}}', "[1]"):
         with pytest.raises(SourceOptionError):
             parse_offset_spec("s", bad, allow_committed=False)
+
+
+def test_importing_the_package_does_not_import_pyspark() -> None:
+    import subprocess
+    import sys
+
+    code = "import kconsumer, kconsumer.spark, sys; print('pyspark' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
