@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,17 @@ def build_pipeline(spark: Any, bootstrap: str, group: str, topic: str, output: P
     )
 
 
-def run_pipeline(bootstrap: str, group: str, topic: str, output: Path, duration: float, name: str) -> int:
-    """Run one Spark application with the pipeline for `duration` seconds; print its windows."""
+def run_pipeline(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    output: Path,
+    duration: float,
+    name: str,
+    when_done: Callable[[], None] | None = None,
+) -> int:
+    """Run one Spark application with the pipeline for `duration` seconds (then `when_done()`,
+    and a bounded wait for the query to catch up), and print its windows."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -101,11 +111,25 @@ def run_pipeline(bootstrap: str, group: str, topic: str, output: Path, duration:
     print(f"[{name}] streaming query started; output in {output}", flush=True)
     try:
         query.awaitTermination(duration)
-        # Stop between batches: a batch interrupted by stop() is read again (by this query after a
-        # restart, or by whoever gets its partitions).
-        deadline = time.monotonic() + 10
-        while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # A busy machine may still be starting the first batch's Python workers: give the query
+        # (boundedly) the time to complete one batch with data.
+        deadline = time.monotonic() + 60
+        while (
+            query.isActive
+            and not any(p.get("numInputRows", 0) for p in query.recentProgress)
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+        if when_done is not None:
+            when_done()
+        # Stop once caught up, between batches: a batch interrupted by stop() is read again (by
+        # this query after a restart, or by whoever gets its partitions), and Spark logs it.
+        deadline = time.monotonic() + 20
+        while query.isActive and time.monotonic() < deadline:
+            status = query.status
+            if not status["isTriggerActive"] and not status["isDataAvailable"]:
+                break
+            time.sleep(0.02)
         failure = query.exception()
         read = sum(p.get("numInputRows", 0) for p in query.recentProgress)
     finally:
@@ -245,7 +269,9 @@ def demo(args: argparse.Namespace) -> int:
 
     threading.Thread(target=report, daemon=True).start()
     try:
-        status = run_pipeline(bootstrap, args.group, args.topic, base / "app1", args.duration, "app1")
+        status = run_pipeline(
+            bootstrap, args.group, args.topic, base / "app1", args.duration, "app1", when_done=producer.stop
+        )
         status = max([status] + [p.wait(args.duration + 120) for p in others])
     finally:
         done.set()
