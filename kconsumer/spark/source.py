@@ -172,6 +172,9 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             # keeps them in this batch (and keeps Trigger.AvailableNow from ending without them).
             member.wait_for_assignment(1.0)
         owned = member.owned()
+        for key in owned - set(member.fresh) - set(previous.offsets):
+            # Owned and planned before, but not in the batch Spark ran: start it afresh.
+            member.fresh[key] = None
         starts = member.starts(previous)
         begin = {k: previous.offsets[k] for k in owned if k not in member.fresh and k in previous.offsets}
         begin.update(starts)
