@@ -457,10 +457,15 @@ def write(data: dict[str, Any], out_dir: str) -> str:
 
 def update_docs(text: str, docs_path: str, out_dir: str) -> None:
     """Replace the "latest figures" block of docs/benchmarks.md with this report (headings shifted
-    one level down, plot links pointing into the output folder)."""
-    rel = os.path.relpath(out_dir, os.path.dirname(docs_path))
-    body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", text, flags=re.M)
-    body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", lambda m: f"![{m.group(1)}]({rel}/{m.group(2)})", body)
+    one level down; the plots stay in the output folder, which git ignores, so the block names
+    the folder instead of embedding them)."""
+    rel = os.path.relpath(out_dir, os.path.dirname(os.path.dirname(docs_path)))
+    body = text.split("\n## Plots\n", 1)[0].rstrip()
+    body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", body, flags=re.M)
+    body += (
+        f"\n\nPlots and raw results of this run: `{rel}/` (`report.md`, `results.json`, `*.png`; "
+        "git ignores `benchmarks/out/`).\n"
+    )
     block = f"{DOCS_START}\n{body}\n{DOCS_END}"
     try:
         with open(docs_path) as f:
