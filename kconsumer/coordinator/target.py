@@ -44,10 +44,17 @@ def build_group_spec(group: ConsumerGroup, image: MetadataImage) -> GroupSpec:
     members: dict[str, MemberSpec] = {}
     topics: dict[Uuid, TopicMetadata] = {}
     by_id = image.topics_by_id
+    # Members with the same subscription share one frozenset: assignors compare subscriptions,
+    # and the same object compares at once (10,000 members usually have a handful of distinct ones).
+    resolved: dict[tuple[tuple[str, ...], str | None], frozenset[Uuid]] = {}
     for member_id, member in group.members.items():
-        topic_ids = subscribed_topic_ids(group, member.metadata, image)
-        for topic_id in topic_ids:
-            topics[topic_id] = by_id[topic_id]
+        key = (member.metadata.subscribed_topic_names, member.metadata.subscribed_topic_regex)
+        topic_ids = resolved.get(key)
+        if topic_ids is None:
+            topic_ids = subscribed_topic_ids(group, member.metadata, image)
+            resolved[key] = topic_ids
+            for topic_id in topic_ids:
+                topics[topic_id] = by_id[topic_id]
         members[member_id] = MemberSpec(
             member_id=member_id,
             instance_id=member.metadata.instance_id,
