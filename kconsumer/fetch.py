@@ -153,12 +153,12 @@ class MembershipOnlyFetcher:
                 result[key] = (offset, None)
         return result
 
-    def poll(self, timeout: float) -> Message | None:
+    def poll(self, timeout: float = -1) -> Message | None:
         if timeout > 0:
             time.sleep(timeout)
         return None
 
-    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         if timeout > 0:
             time.sleep(timeout)
         return []
