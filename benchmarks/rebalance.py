@@ -5,9 +5,11 @@ process writes to every partition at a steady rate. The parent process drives ev
 member reports to it, through a pipe, what it saw with the machine's monotonic clock: partitions
 assigned, revoked or lost (its rebalance callbacks) and (partition, offset) of every record.
 
-Events, in one run per group (dynamic members): a member **joins**; an original member **leaves**
-cleanly (``close()``); a member **crashes** (SIGKILL: no leave, its partitions wait for the
-session timeout; when it was the only member a replacement starts at once); a **rolling restart**
+Events, in one run per group (dynamic members): a member **joins**, then an original member
+**leaves** cleanly (``close()``), both repeated `Settings.repeats` times (their cost depends on
+where each member is in its heartbeat interval, which varies); a member **crashes** (SIGKILL: no
+leave, its partitions wait for the session timeout; when it was the only member a replacement
+starts at once); a **rolling restart**
 of every member (each closes, a new process starts, the next restart waits until the newcomer owns
 a partition). A second run with static members (``group.instance.id``) does a static rolling
 restart (the newcomer reuses the instance id).
@@ -420,6 +422,8 @@ class Settings:
     sizes: Sequence[int] = (1, 4, 16)
     partitions: Sequence[int] = (16, 64, 256)
     events: Sequence[str] = EVENTS
+    #: Times each join and leave is repeated in a run (the report gives the median).
+    repeats: int = 3
 
 
 def _result(
@@ -450,7 +454,14 @@ def _settle_timeout(n: int) -> float:
 
 
 def _dynamic_run(
-    name: str, broker_kind: str, kind: str, bootstrap: str, n: int, p: int, events: Sequence[str]
+    name: str,
+    broker_kind: str,
+    kind: str,
+    bootstrap: str,
+    n: int,
+    p: int,
+    events: Sequence[str],
+    repeats: int,
 ) -> list[EventResult]:
     results: list[EventResult] = []
     group = Group(kind, bootstrap, p, static=False)
@@ -463,17 +474,18 @@ def _dynamic_run(
         ok, _ = group.wait_converged(since, _settle_timeout(n) + 30)
         if not ok:
             raise RuntimeError("the group did not form")
-        if "join" in events:
-            since = group.start(spare)
-            ok, until = group.wait_converged(since, _settle_timeout(n))
-            results.append(_result(name, broker_kind, n, p, "join", group, since, ok, until))
-            spare = group.spawn()
-        if "leave" in events:
-            victim = group.live()[0]
-            since = time.monotonic()
-            group.leave(victim)
-            ok, until = group.wait_converged(since, _settle_timeout(n))
-            results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until))
+        for _ in range(repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
+            if "join" in events:
+                since = group.start(spare)
+                ok, until = group.wait_converged(since, _settle_timeout(n))
+                results.append(_result(name, broker_kind, n, p, "join", group, since, ok, until))
+                spare = group.spawn()
+            if "leave" in events:
+                victim = group.live()[0]
+                since = time.monotonic()
+                group.leave(victim)
+                ok, until = group.wait_converged(since, _settle_timeout(n))
+                results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until))
         if "crash" in events:
             victim = group.live()[0]
             alone = len(group.live()) == 1
@@ -543,7 +555,9 @@ def run(settings: Settings) -> list[EventResult]:
                         dynamic = [e for e in settings.events if e != "rolling-static"]
                         try:
                             if dynamic:
-                                results += _dynamic_run(name, broker_kind, kind, bootstrap, n, p, dynamic)
+                                results += _dynamic_run(
+                                    name, broker_kind, kind, bootstrap, n, p, dynamic, settings.repeats
+                                )
                             if "rolling-static" in settings.events:
                                 results += _static_run(name, broker_kind, kind, bootstrap, n, p)
                         except Exception as exc:  # one broken combination must not sink the rest

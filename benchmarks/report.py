@@ -12,6 +12,7 @@ from typing import Any
 
 from .common import median
 
+EVENT_ORDER = {"join": 0, "leave": 1, "crash": 2, "rolling-dynamic": 3, "rolling-static": 4}
 DOCS_START = "<!-- benchmarks:latest:start -->"
 DOCS_END = "<!-- benchmarks:latest:end -->"
 
@@ -98,12 +99,46 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def aggregate_rebalance(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (shape, event, client, coordinator): medians over the event's runs (the
+    converged ones; all of them when none converged), with the spread of the time to full ownership."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        key = (r["members"], r["partitions"], r["event"], r["client"], r["broker"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (members, partitions, event, client, broker), runs in groups.items():
+        good = [r for r in runs if r["converged"]] or runs
+        times = [r["time_to_full_s"] for r in good]
+        out.append(
+            {
+                "members": members,
+                "partitions": partitions,
+                "event": event,
+                "client": client,
+                "broker": broker,
+                "runs": len(runs),
+                "converged": all(r["converged"] for r in runs),
+                "note": "; ".join(dict.fromkeys(r["note"] for r in runs if r["note"])),
+                "time_to_full_s": median(times),
+                "time_min_s": min(times),
+                "time_max_s": max(times),
+                "unowned_partition_s": median(r["unowned_partition_s"] for r in good),
+                "longest_gap_s": median(r["longest_gap_s"] for r in good),
+                "duplicates": median(r["duplicates"] for r in good),
+                "moved": median(r["moved"] for r in good),
+            }
+        )
+    return out
+
+
 def _times(
     rows: Sequence[dict[str, Any]], client: str, broker: str, event: str
 ) -> dict[tuple[int, int], float]:
+    """Median time to full ownership per group shape."""
     return {
         (r["members"], r["partitions"]): r["time_to_full_s"]
-        for r in rows
+        for r in aggregate_rebalance(rows)
         if r["client"] == client and r["broker"] == broker and r["event"] == event and r["converged"]
     }
 
@@ -215,42 +250,51 @@ def _throughput_section(data: dict[str, Any]) -> list[str]:
 
 
 def _rebalance_section(data: dict[str, Any]) -> list[str]:
-    rows = data["rebalance"]
-    table = [
-        (
-            f"{r['members']} × {r['partitions']}",
-            r["event"],
-            r["client"],
-            r["broker"],
-            _f(r["time_to_full_s"]),
-            _f(r["unowned_partition_s"]),
-            _f(r["longest_gap_s"]),
-            r["duplicates"],
-            r["moved"],
-            "yes" if r["converged"] else f"**no** {r['note']}".strip(),
+    table = []
+    for r in sorted(
+        aggregate_rebalance(data["rebalance"]),
+        key=lambda r: (r["members"], r["partitions"], EVENT_ORDER.get(r["event"], 9)),
+    ):
+        time = _f(r["time_to_full_s"])
+        if r["runs"] > 1:
+            time += f" ({_f(r['time_min_s'])}–{_f(r['time_max_s'])})"
+        converged = ("yes" if r["converged"] else "**no**") + (f" ({r['note']})" if r["note"] else "")
+        table.append(
+            (
+                f"{r['members']} × {r['partitions']}",
+                r["event"],
+                r["client"],
+                r["broker"],
+                time,
+                _f(r["unowned_partition_s"]),
+                _f(r["longest_gap_s"]),
+                _f(r["duplicates"], 0),
+                _f(r["moved"], 0),
+                r["runs"],
+                converged,
+            )
         )
-        for r in sorted(rows, key=lambda r: (r["members"], r["partitions"], r["event"]))
+    header = [
+        "members × partitions",
+        "event",
+        "client",
+        "coordinator",
+        "time to full ownership s (min–max)",
+        "unowned partition-s",
+        "longest gap s",
+        "duplicates",
+        "partitions moved",
+        "runs",
+        "converged",
     ]
     return [
         "## Rebalance",
         "",
         data["notes"]["rebalance"],
         "",
-        _table(
-            [
-                "members × partitions",
-                "event",
-                "client",
-                "coordinator",
-                "time to full ownership s",
-                "unowned partition-s",
-                "longest gap s",
-                "duplicates",
-                "partitions moved",
-                "converged",
-            ],
-            table,
-        ),
+        _table(header, table),
+        "",
+        "Medians over an event's runs (join and leave are repeated within each group's run).",
         "",
     ]
 
@@ -360,7 +404,7 @@ def plots(data: dict[str, Any], out_dir: str) -> list[str]:
         fig.savefig(paths[-1], dpi=110)
         plt.close(fig)
     if data.get("rebalance"):
-        rows = [r for r in data["rebalance"] if r["event"] != "setup"]
+        rows = [r for r in aggregate_rebalance(data["rebalance"]) if r["event"] != "setup"]
         shapes = list(dict.fromkeys((r["members"], r["partitions"]) for r in rows))
         events = list(dict.fromkeys(r["event"] for r in rows))
         combos = list(dict.fromkeys((r["client"], r["broker"]) for r in rows))
