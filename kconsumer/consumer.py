@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from .app_thread import AppThread, Callbacks, PartitionsCallback
 from .config import ConsumerConfig
-from .errors import ConfigError, KConsumerError
+from .errors import ConfigError, ErrorCode, KConsumerError
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
@@ -351,9 +351,10 @@ class Consumer:
     ) -> list[TopicPartition]:
         """The group's committed offsets of `partitions` (offset -1001 when none)."""
         runtime, _app = self._group()
-        wanted = [self._topic_id_partition(tp.topic, tp.partition) for tp in partitions]
         assert self._background is not None
-        future = self._background.submit(runtime.fetch_committed(wanted, None, -1))
+        future = self._background.submit(
+            runtime.committed_offsets([(tp.topic, tp.partition) for tp in partitions])
+        )
         try:
             error, offsets = future.result(
                 DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout
@@ -362,7 +363,7 @@ class Consumer:
             raise kafka_exception(exc) from None
         except TimeoutError:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
-        if error:
+        if error and error not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
             raise kafka_exception(KConsumerError(f"OffsetFetch failed: {error.name}"))
         found = {(o.partition.topic, o.partition.partition): o for o in offsets}
         result = []

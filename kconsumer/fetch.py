@@ -175,10 +175,13 @@ class MembershipOnlyFetcher:
             self._positions[key] = partition.offset
 
     def position_of(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
-        return [
-            TopicPartition(tp.topic, tp.partition, self._positions.get((tp.topic, tp.partition)) or -1001)
-            for tp in partitions
-        ]
+        result = []
+        for tp in partitions:
+            offset = self._positions.get((tp.topic, tp.partition))
+            result.append(
+                TopicPartition(tp.topic, tp.partition, OFFSET_INVALID if offset is None else offset)
+            )
+        return result
 
     def close(self) -> None:
         self._positions.clear()

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+import builtins
 
 
-class Uuid:
-    """A Kafka UUID (topic ids, for instance). Immutable, hashable and ordered by its bytes.
+class Uuid(bytes):
+    """A Kafka UUID (topic ids, for instance): its 16 bytes, immutable, ordered by those bytes.
 
-    ``str(uuid)`` is Kafka's text form: the 16 bytes in URL-safe base64 without padding
-    (22 characters), as ``kafka-topics.sh`` prints topic ids.
+    It is a `bytes` subclass so that hashing, equality and ordering run in C (topic ids are dict
+    keys on every hot path of the coordinator and its assignors) and the hash is cached.
+    ``str(uuid)`` is Kafka's text form: URL-safe base64 without padding (22 characters), as
+    ``kafka-topics.sh`` prints topic ids. The zero UUID (Kafka's "no id") is falsy.
     """
 
-    __slots__ = ("_bytes", "_hash")
+    __slots__ = ()
 
-    _bytes: bytes
-    _hash: int
-
-    def __init__(self, raw: bytes) -> None:
+    def __new__(cls, raw: bytes | bytearray | memoryview) -> Uuid:
         if len(raw) != 16:
             raise ValueError(f"a Kafka UUID is 16 bytes, got {len(raw)}")
-        object.__setattr__(self, "_bytes", bytes(raw))
-        object.__setattr__(self, "_hash", hash(self._bytes))
+        return super().__new__(cls, raw)
 
     @classmethod
     def from_string(cls, text: str) -> Uuid:
@@ -41,42 +39,21 @@ class Uuid:
         return cls(value.to_bytes(16, "big"))
 
     @property
-    def bytes(self) -> bytes:
-        """The 16 raw bytes."""
-        return self._bytes
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Uuid is immutable")
+    def bytes(self) -> builtins.bytes:
+        """The 16 raw bytes, as a plain `bytes` object."""
+        return builtins.bytes(self)
 
     def __str__(self) -> str:
-        return base64.urlsafe_b64encode(self._bytes).decode("ascii").rstrip("=")
+        return base64.urlsafe_b64encode(self).decode("ascii").rstrip("=")
 
     def __repr__(self) -> str:
         return f"Uuid({str(self)!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Uuid) and other._bytes == self._bytes
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __lt__(self, other: Uuid) -> bool:
-        return self._bytes < other._bytes
-
-    def __le__(self, other: Uuid) -> bool:
-        return self._bytes <= other._bytes
-
-    def __gt__(self, other: Uuid) -> bool:
-        return self._bytes > other._bytes
-
-    def __ge__(self, other: Uuid) -> bool:
-        return self._bytes >= other._bytes
-
     def __bool__(self) -> bool:
-        return self._bytes != ZERO_BYTES
+        return self != ZERO_BYTES
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Uuid, (self._bytes,))
+    def __reduce__(self) -> tuple[type[Uuid], tuple[builtins.bytes]]:
+        return (Uuid, (builtins.bytes(self),))
 
 
 ZERO_BYTES = bytes(16)

@@ -52,6 +52,7 @@ from ..protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from ..protocol.messages.extensions import PREPARE_ASSIGNMENT_API_KEY
 from ..protocol.messages.offsets import OffsetCommitResponse, OffsetFetchResponse
 from ..protocol.negotiation import NoCommonVersionError
+from ..protocol.uuid import ZERO_UUID
 from .background import BackgroundLoop
 from .connection import Address, BrokerConnection, RequestTimeoutError, TransportError
 from .network import NetworkClient
@@ -356,6 +357,20 @@ class MemberRuntime:
         if error in _COORDINATOR_MOVED:
             self._forget_coordinator()
         return error, offsets
+
+    async def committed_offsets(
+        self, wanted: Sequence[tuple[str, int]]
+    ) -> tuple[ErrorCode, tuple[PartitionOffset, ...]]:
+        """The group's committed offsets of (topic, partition) pairs, looking topic ids up first
+        (an admin-style OffsetFetch: no member id or epoch, so it works from any state)."""
+        missing = sorted({topic for topic, _p in wanted if topic not in self.network.topic_ids})
+        if missing:
+            await self.network.metadata(missing)
+        partitions = [
+            TopicIdPartition(self.network.topic_ids.get(topic, ZERO_UUID), topic, partition)
+            for topic, partition in wanted
+        ]
+        return await self.fetch_committed(partitions, None, -1)
 
     async def _fetch_offsets(self, effect: FetchCommittedOffsets) -> None:
         event: OffsetFetchResult
