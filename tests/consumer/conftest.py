@@ -13,9 +13,10 @@ from kconsumer.testing import ReferenceCluster
 
 
 @pytest.fixture
-def cluster() -> Iterator[ReferenceCluster]:
-    """A reference cluster: heartbeat 100 ms, session timeout 1.5 s, assignment at once."""
-    with fast_cluster() as running:
+def cluster(request: pytest.FixtureRequest) -> Iterator[ReferenceCluster]:
+    """A reference cluster: heartbeat 100 ms, session timeout 1.5 s (or the test's indirect
+    parameter), assignment at once."""
+    with fast_cluster(session_timeout_ms=getattr(request, "param", 1500)) as running:
         yield running
 
 

@@ -60,14 +60,18 @@ def test_fenced_member_loses_its_partitions_and_rejoins(
     b = members(ledger, "b", settings, [TOPIC], commit_every=0.5)
     wait_until(lambda: stable(cluster, [a, b], 4), what="two members")
     before = {m.name: m.owned() for m in (a, b)}
+    calls = {m.name: m.assigned_calls for m in (a, b)}
 
     cluster.inject_error(ApiKey.CONSUMER_GROUP_HEARTBEAT, code, 1)
     wait_until(lambda: a.lost_calls + b.lost_calls == 1, what="on_partitions_lost")
     fenced = a if a.lost_calls else b
     assert fenced.lost == [before[fenced.name]], "it loses exactly what it owned"
+    # (Its first assignment may have come in two calls: empty while the partitions were released.)
     wait_until(
-        lambda: fenced.assigned_calls == 2 and stable(cluster, [a, b], 4), what="the fenced member back"
+        lambda: fenced.assigned_calls > calls[fenced.name] and stable(cluster, [a, b], 4),
+        what="the fenced member back",
     )
+    assert fenced.owned() == before[fenced.name], "the coordinator never took them away"
     assert fenced.consumer.member_epoch() > 0
     count = ledger.count()
     wait_until(lambda: ledger.count() > count + 40, what="records flowing again")
@@ -99,10 +103,11 @@ def test_member_fenced_by_its_session_timeout_after_a_failover_rejoins(
         assert cluster.describe_group(GROUP).epoch == epoch  # type: ignore[union-attr]
         assert a.lost_calls == 0, "a failover alone fences nobody"
 
+        calls = a.assigned_calls
         cluster.delay_responses(ApiKey.CONSUMER_GROUP_HEARTBEAT, 2500, count=1)
         wait_until(lambda: a.lost_calls == 1, what="the member fenced")
         assert a.lost == [{(TOPIC, p) for p in range(3)}]
-        wait_until(lambda: a.assigned_calls == 2 and stable(cluster, [a], 3), what="the member back")
+        wait_until(lambda: a.assigned_calls > calls and stable(cluster, [a], 3), what="the member back")
         assert cluster.describe_group(GROUP).epoch > epoch  # type: ignore[union-attr]
         count = ledger.count()
         wait_until(lambda: ledger.count() > count + 30, what="records flowing again")
@@ -255,11 +260,12 @@ def test_every_event_in_one_run(members: MemberFactory, feeders: FeederFactory) 
         d2 = members(ledger, "d2", static, [TOPIC])
         wait_until(lambda: stable(cluster, [a, c, d2], 6) and ledger.consuming("d2"), what="d restarted")
 
+        lost = a.lost_calls  # (a may have been the member fenced above)
         a.pause()
         wait_until(lambda: stable(cluster, [c, d2], 6), what="a gone for not polling")
         a.resume()
         wait_until(lambda: stable(cluster, [a, c, d2], 6) and ledger.consuming("a", "c", "d2"), what="a back")
-        assert a.lost_calls == 1
+        assert a.lost_calls == lost + 1
 
         produced = settle_and_check(ledger, feeder, [a, c, d2])
         ledger.check(produced)

@@ -213,6 +213,8 @@ def test_killed_process_partitions_taken_over(cluster: ReferenceCluster, members
     ledger.check()
 
 
+# A 3 s session timeout: the restart must come within it even on a loaded machine.
+@pytest.mark.parametrize("cluster", [3000], indirect=True, ids=["session-3s"])
 def test_static_member_restart_keeps_partitions_without_rebalance(
     cluster: ReferenceCluster, members: MemberFactory, feeders: FeederFactory
 ) -> None:
