@@ -20,15 +20,17 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from .app_thread import AppThread, Callbacks, PartitionsCallback
 from .config import ConsumerConfig
-from .errors import ConfigError, ErrorCode, KConsumerError
+from .errors import ConfigError, ErrorCode, KafkaApiError, KConsumerError
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
+from .member.errors import COORDINATOR_ERRORS
 from .member.events import Close, CommitRequested, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, PartitionOffset, TopicIdPartition
 from .protocol.uuid import ZERO_UUID, Uuid
 from .runtime.background import BackgroundLoop
 from .runtime.client_assignment import LocalAssignors
+from .runtime.connection import TransportError
 from .runtime.member_runtime import MemberRuntime
 from .subscription import SubscriptionPattern
 
@@ -352,17 +354,28 @@ class Consumer:
         """The group's committed offsets of `partitions` (offset -1001 when none)."""
         runtime, _app = self._group()
         assert self._background is not None
-        future = self._background.submit(
-            runtime.committed_offsets([(tp.topic, tp.partition) for tp in partitions])
-        )
-        try:
-            error, offsets = future.result(
-                DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout
+        deadline = time.monotonic() + (DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout)
+        # Retriable and coordinator errors (and lost connections) are retried until the timeout,
+        # as Kafka's committed() does.
+        while True:
+            future = self._background.submit(
+                runtime.committed_offsets([(tp.topic, tp.partition) for tp in partitions])
             )
-        except KConsumerError as exc:
-            raise kafka_exception(exc) from None
-        except TimeoutError:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
+            try:
+                error, offsets = future.result(max(0.0, deadline - time.monotonic()))
+            except KConsumerError as exc:
+                retriable = isinstance(exc, TransportError) or (
+                    isinstance(exc, KafkaApiError) and _retriable(exc.code)
+                )
+                if not retriable or time.monotonic() >= deadline:
+                    raise kafka_exception(exc) from None
+                error, offsets = ErrorCode.NETWORK_EXCEPTION, ()
+            except TimeoutError:
+                future.cancel()
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
+            if not (error and _retriable(error)) or time.monotonic() >= deadline:
+                break
+            time.sleep(min(self._config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
         if error and error not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
             raise kafka_exception(KConsumerError(f"OffsetFetch failed: {error.name}"))
         found = {(o.partition.topic, o.partition.partition): o for o in offsets}
@@ -432,6 +445,11 @@ class Consumer:
             if not done(app):
                 time.sleep(BUSY_SLICE_S)
         del runtime
+
+
+def _retriable(code: ErrorCode) -> bool:
+    """Whether an OffsetFetch error is worth retrying (the coordinator moved, loads, or a glitch)."""
+    return code.retriable or code in COORDINATOR_ERRORS
 
 
 def _subscription(topics: Sequence[str] | SubscriptionPattern) -> tuple[tuple[str, ...], str | None]:

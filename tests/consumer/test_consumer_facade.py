@@ -22,7 +22,9 @@ from kconsumer import (
     InvalidPatternError,
     SubscriptionPattern,
 )
+from kconsumer.errors import ErrorCode
 from kconsumer.member.errors import CommitFailedError
+from kconsumer.protocol.api import ApiKey
 from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(60)
@@ -421,3 +423,31 @@ def test_membership_only_consumer_joins_and_reconciles_but_returns_no_records(
     assert sorted((tp.partition, tp.offset) for tp in done or []) == [(0, 3), (1, 2)]
     with pytest.raises(RuntimeError, match="fetch=False"):
         member.list_topics()
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        "dropped connections",
+    ],
+)
+def test_committed_rides_out_coordinator_errors(
+    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer], fault: Any
+) -> None:
+    """As Kafka's committed(timeout): retriable and coordinator errors are retried until the timeout.
+    (Before: the first NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or dropped connection was
+    raised to the application.)"""
+    consumer = consumers(config(shared.bootstrap_servers, group))
+    consumer.subscribe([topic])
+    read(consumer, 10)
+    consumer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 4)], asynchronous=False)
+    if fault == "dropped connections":
+        shared.drop_connections()
+    else:
+        shared.inject_error(ApiKey.OFFSET_FETCH, fault, 2)
+    found = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+    assert [tp.offset for tp in found] == [3, 4]
+    assert not shared._call(lambda broker: bool(broker.faults))
