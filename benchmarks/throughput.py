@@ -16,8 +16,12 @@ back to its first offset and read the whole data set, ``passes`` times (enough p
 hundred thousand records: the mock keeps only 5 MB per partition). Each pass is timed from its
 first non-empty result to its last record (the records of that first result are not counted):
 the steady rate, without the seek and the first fetch's round trip, which are the same for every
-client. The parent interleaves the clients repetition by repetition (so drift on the machine hits
-all alike) and reports the median repetition: records/s, MB/s (values only) and CPU seconds per
+client. By default each pass starts after a pause long enough for the clients to prefetch it
+(librdkafka queues up to 64 MB and 100,000 records per partition, which holds a whole pass;
+aiokafka keeps one fetch per partition ahead), so the rate measures what the clients themselves
+cost per record; ``--no-prefetch`` measures the fetch-bound rate instead. The parent interleaves
+the clients repetition by repetition (so drift on the machine hits all alike) and reports the
+median repetition: records/s, MB/s (values only) and CPU seconds per
 million records (the worker process's user+system CPU over the same spans, every thread:
 application, librdkafka, kconsumer's background loop), plus the application thread's own CPU.
 """
@@ -292,8 +296,11 @@ def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: lis
             if command[0] == "stop":
                 break
             total = Sample(0, 0.0, 0.0, 0.0)
-            for _ in range(command[1]):
+            passes, prefetch_s = command[1], command[2]
+            for _ in range(passes):
                 reader.rewind()
+                if prefetch_s:
+                    time.sleep(prefetch_s)  # let the client's fetcher queue the data up
                 first_batch = reader.read(per_pass)
                 t1, cpu1, app1 = time.perf_counter(), _cpu(process), time.thread_time()
                 t0, cpu0, app0 = reader.first
@@ -320,7 +327,18 @@ class Settings:
     repetitions: int = 5
     #: Records a repetition reads at least (whole passes over the data set).
     min_records: int = 320_000
+    #: Pause after each seek so that the clients prefetch before the clock starts: the rate then
+    #: measures handing records to the application, not the broker's or the fetch path's speed.
+    #: False: no pause (the rate is then mostly the fetch path's, alike for every librdkafka client).
+    prefetch: bool = True
     batch: int = 10_000
+
+
+def prefetch_seconds(cell: Cell) -> float:
+    """The pause before a pass: a pass's bytes at 40 MB/s, at most 1 s. (Longer pauses are worse:
+    on 8 partitions librdkafka then hands out a fully queued pass several times slower, for raw
+    confluent-kafka and kconsumer alike.)"""
+    return min(1.0, 0.25 + cell.partitions * cell.per_partition * (cell.size + 60) / 40e6)
 
 
 def _passes(cell: Cell, settings: Settings) -> int:
@@ -369,7 +387,7 @@ def _run_cell(cell: Cell, bootstrap: str, lows: list[int], settings: Settings) -
                 process, conn = workers[client]
                 if results[client].error:
                     continue
-                conn.send(("run", passes))
+                conn.send(("run", passes, prefetch_seconds(cell) if settings.prefetch else 0.0))
                 message = _receive(conn, process, 300)
                 if message[0] == "sample":
                     results[client].samples.append(message[1])
