@@ -3,7 +3,8 @@ confluent-kafka Producer handle (``test.mock.num.brokers``; it lives as long as 
 
 * a group of kconsumers shares a topic's partitions as members come and go;
 * a mixed group of kconsumers and confluent-kafka consumers (``group.protocol=consumer``) does too;
-* offsets committed by one kind of consumer are where the other resumes, both ways.
+* offsets committed by one kind of consumer are where the other resumes, both ways;
+* a regex subscription (``^...`` and `SubscriptionPattern`) is resolved by the mock.
 
 The members commit their processed offsets on revocation; the `Ledger` (tests/consumer) checks on
 every callback and record that no partition is consumed by two members at once, and at the end that
@@ -41,7 +42,7 @@ from consumer_harness import (  # noqa: E402
     wait_until,
 )
 
-from kconsumer import Consumer, TopicPartition  # noqa: E402
+from kconsumer import Consumer, SubscriptionPattern, TopicPartition  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -142,12 +143,17 @@ def test_a_mixed_group_of_kconsumers_and_confluent_consumers(
 
 def _drain(consumer: Any, count: int, timeout: float = 30.0) -> list[tuple[int, int]]:
     """Poll until `count` records; their (partition, offset)s."""
-    got: list[tuple[int, int]] = []
+    return [(p, o) for _t, p, o in _drain_topics(consumer, count, timeout)]
+
+
+def _drain_topics(consumer: Any, count: int, timeout: float = 30.0) -> list[tuple[str, int, int]]:
+    """Poll until `count` records; their (topic, partition, offset)s."""
+    got: list[tuple[str, int, int]] = []
 
     def step() -> bool:
         message = consumer.poll(0.1)
         if message is not None and message.error() is None:
-            got.append((message.partition(), message.offset()))
+            got.append((message.topic(), message.partition(), message.offset()))
         return len(got) >= count
 
     wait_until(step, timeout, interval=0, what=f"{count} records")
@@ -195,3 +201,23 @@ def test_offsets_committed_by_one_kind_are_resumed_by_the_other(mock: str, names
     again.commit(asynchronous=False)
     again.close()
     assert feeder.stop() == {(topic, p): list(range(15)) for p in range(PARTITIONS)}
+
+
+@pytest.mark.parametrize("subscription", [["^{prefix}-.*"], "pattern"], ids=["caret", "SubscriptionPattern"])
+def test_a_regex_subscription_resolved_by_the_mock(
+    mock: str, names: tuple[str, str], subscription: Any
+) -> None:
+    prefix, group = names
+    feeders = [ProducerFeeder(mock, f"{prefix}-{n}", every=None) for n in ("a", "b")]
+    ProducerFeeder(mock, f"{prefix}x-other", every=None).stop()  # does not match
+    topics = (
+        SubscriptionPattern(f"{prefix}-.*")
+        if subscription == "pattern"
+        else [subscription[0].format(prefix=prefix)]
+    )
+    consumer = Consumer(config(mock, group))
+    consumer.subscribe(topics)
+    got = _drain_topics(consumer, 2 * 2 * PARTITIONS)
+    consumer.close()
+    produced = {key: offsets for feeder in feeders for key, offsets in feeder.stop().items()}
+    assert sorted(got) == sorted((t, p, o) for (t, p), offsets in produced.items() for o in offsets)
