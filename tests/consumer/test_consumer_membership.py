@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from consumer_harness import (
@@ -182,7 +183,7 @@ def test_killed_process_partitions_taken_over(cluster: ReferenceCluster, members
     ledger.sample_group(cluster, GROUP)
     process = subprocess.Popen(
         [sys.executable, "-c", KILLED_MEMBER, cluster.bootstrap_servers, GROUP, TOPIC],
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     try:
 
