@@ -451,3 +451,32 @@ def test_committed_rides_out_coordinator_errors(
     found = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
     assert [tp.offset for tp in found] == [3, 4]
     assert not shared._call(lambda broker: bool(broker.faults))
+
+
+@pytest.mark.parametrize("style", ["on_lost", "on_revoke fallback"])
+def test_poll_interval_exceeded_calls_on_lost_then_rejoins(
+    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer], style: str
+) -> None:
+    """confluent-kafka style callbacks: lost partitions go to on_lost, or to on_revoke when no
+    on_lost is given (as in confluent-kafka); the poll after the pause raises the error, the
+    member rejoins by itself."""
+    calls: list[tuple[str, list[int]]] = []
+
+    def record(kind: str) -> Callable[[Consumer, list[TopicPartition]], None]:
+        return lambda _c, parts: calls.append((kind, sorted(tp.partition for tp in parts)))
+
+    consumer = consumers(config(shared.bootstrap_servers, group, max_poll_interval_ms=1000))
+    on_lost = record("lost") if style == "on_lost" else None
+    consumer.subscribe([topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=on_lost)
+    read(consumer, 10)
+    member_id = consumer.memberid()
+    wait_until(
+        lambda: member_id not in (shared.describe_group(group) or {}).members,  # type: ignore[union-attr]
+        what="the member leaving while the application does not poll",
+    )
+    with pytest.raises(KafkaException, match=r"max\.poll\.interval\.ms"):
+        consumer.poll(0.1)
+    assert calls == [("assign", [0, 1]), ("lost" if style == "on_lost" else "revoke", [0, 1])]
+    poll_until(consumer, lambda: len(consumer.assignment()) == 2)
+    assert calls[-1] == ("assign", [0, 1])
+    assert member_id in shared.describe_group(group).members  # type: ignore[union-attr]
