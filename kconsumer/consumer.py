@@ -124,17 +124,24 @@ class Consumer:
 
     def close(self, timeout: float | None = None) -> None:
         """Commit (if auto-commit), revoke, leave the group (epoch -2 for a static member, so its
-        partitions wait for it through the session timeout), then release every resource."""
+        partitions wait for it through the session timeout), then release every resource.
+
+        Waits at most `timeout` seconds (default 60) for the group; if the coordinator cannot be
+        reached by then, it gives up quietly (a warning is logged), as Kafka's consumer does: the
+        coordinator removes the member after its session timeout."""
         if self._closed:
             return
         try:
             if self._runtime is not None and self._app is not None:
                 self._runtime.post(Close())
-                self._wait(
-                    lambda app: LeaveReason.CLOSE in app.state.leaves,
-                    DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
-                    raise_errors=False,
-                )
+                try:
+                    self._wait(
+                        lambda app: LeaveReason.CLOSE in app.state.leaves,
+                        DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
+                        raise_errors=False,
+                    )
+                except KafkaException as exc:
+                    log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
         finally:
             self._closed = True
             if self._runtime is not None:

@@ -73,3 +73,26 @@ def test_injected_fetch_errors_answer_empty_records() -> None:
     response = error_response(_fetch_request(), 12, ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
     (partition,) = response.responses[0].partitions  # type: ignore[attr-defined]
     assert partition.records is not None and len(partition.records) == 0
+
+
+def test_close_gives_up_quietly_when_the_coordinator_is_gone() -> None:
+    """Kafka's close() does not fail when the group cannot be left: the member is removed by
+    its session timeout. Ours logs a warning and releases everything."""
+    import time as _time
+
+    from kconsumer import Consumer
+    from kconsumer.testing import ReferenceCluster
+
+    with ReferenceCluster(heartbeat_interval_ms=100, session_timeout_ms=2000) as cluster:
+        cluster.create_topic("gone", 1)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "gone-group"})
+        consumer.subscribe(["gone"])
+        deadline = _time.monotonic() + 10
+        while not consumer.assignment() and _time.monotonic() < deadline:
+            consumer.poll(0.1)
+        assert consumer.assignment()
+    # The cluster is stopped: the leave cannot complete.
+    started = _time.monotonic()
+    consumer.close(timeout=1)
+    assert _time.monotonic() - started < 5
+    consumer.close()  # idempotent
