@@ -1,0 +1,252 @@
+"""The coordinator side of the simulation: the real `GroupCoordinator` on one of three brokers,
+its timers, failover, and the broker-level answers (NOT_COORDINATOR, loading, election).
+
+Failover: the coordinator's broker crashes (its connections drop and it refuses new ones for a
+while) or loses leadership (it answers NOT_COORDINATOR). After an election delay, a fresh
+`GroupCoordinator.replaying(log)` on another broker takes over; it loads for a short while
+(COORDINATOR_LOAD_IN_PROGRESS), then serves. Clients find it again through FindCoordinator.
+Every record a handler returns is already committed when its response leaves, so the new
+coordinator's state is the old one's.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage
+from ...coordinator.model import ConsumerGroup
+from ...coordinator.records import Record
+from ...errors import ErrorCode
+from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
+from ...protocol.messages.extensions import (
+    ConsumerGroupInstallAssignmentRequest,
+    ConsumerGroupPrepareAssignmentRequest,
+)
+from ...protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
+from ...protocol.uuid import Uuid
+from .scheduler import Scheduler
+from .topics import TopicStore
+from .trace import Trace
+
+if TYPE_CHECKING:
+    from .invariants import Checker
+
+GROUP = "g"
+BROKERS = 3
+#: The versions the simulated clients speak (the newest: topic ids, client-generated member ids).
+HEARTBEAT_VERSION = 1
+OFFSETS_VERSION = 10
+
+
+class CoordinatorHost:
+    """Runs the group coordinator on a broker; see the module docstring."""
+
+    def __init__(
+        self,
+        sched: Scheduler,
+        trace: Trace,
+        rng: random.Random,
+        config: CoordinatorConfig,
+        topics: TopicStore,
+    ) -> None:
+        self.sched = sched
+        self.trace = trace
+        self.rng = rng
+        self.config = config
+        self.topics = topics
+        self.coordinator: GroupCoordinator | None = GroupCoordinator(config)
+        self.coordinator.update_metadata(topics.image(), sched.now)
+        #: The last coordinator that served (its state stays readable during an election).
+        self.last: GroupCoordinator = self.coordinator
+        self.broker = 0
+        self.down: set[int] = set()
+        self.loading_until = 0
+        self.failovers = 0
+        self.checker: Checker | None = None
+        #: Called when a broker crashes (the network drops its connections).
+        self.on_broker_crash: Callable[[int], None] | None = None
+        self._timer_gen = 0
+        self._armed_at: int | None = None
+        self._arm()
+
+    # -- views ------------------------------------------------------------------------------------
+
+    def group(self) -> ConsumerGroup | None:
+        """The group as the newest coordinator knows it."""
+        return self.last.group(GROUP)
+
+    def member_ids(self) -> frozenset[str]:
+        """Ids of the members of the group, as the newest coordinator knows them."""
+        group = self.group()
+        return frozenset(group.members) if group is not None else frozenset()
+
+    def owner_of(self, key: tuple[Uuid, int]) -> str | None:
+        """The member holding a partition (assigned or pending revocation) on the coordinator."""
+        group = self.group()
+        return None if group is None else group.owner_of(key[0], key[1])
+
+    @property
+    def serving(self) -> bool:
+        """A coordinator is elected and loaded."""
+        return self.coordinator is not None and self.sched.now >= self.loading_until
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def find_coordinator(self) -> int | ErrorCode:
+        """The coordinator's broker, or COORDINATOR_NOT_AVAILABLE during an election."""
+        return self.broker if self.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    def serve(self, broker: int, kind: str, request: Any, sender: str) -> Any:
+        """Handle a group request that reached `broker`; the response, or an ErrorCode for a
+        broker-level refusal (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        now = self.sched.now
+        coordinator = self.coordinator
+        if coordinator is None or broker != self.broker:
+            return ErrorCode.NOT_COORDINATOR
+        if now < self.loading_until:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        # Timers due now fire first (the real broker's timer would have run already).
+        self._poll(now)
+        result: Any
+        if kind == "hb":
+            assert isinstance(request, ConsumerGroupHeartbeatRequest)
+            result = coordinator.heartbeat(request, HEARTBEAT_VERSION, now, sender)
+        elif kind == "commit":
+            assert isinstance(request, OffsetCommitRequest)
+            result = coordinator.offset_commit(request, OFFSETS_VERSION, now)
+        elif kind == "fetch":
+            assert isinstance(request, OffsetFetchRequest)
+            result = coordinator.offset_fetch(request, OFFSETS_VERSION, now)
+        elif kind == "prepare":
+            assert isinstance(request, ConsumerGroupPrepareAssignmentRequest)
+            result = coordinator.prepare_assignment(request, 0, now)
+        elif kind == "install":
+            assert isinstance(request, ConsumerGroupInstallAssignmentRequest)
+            result = coordinator.install_assignment(request, 0, now)
+        else:  # pragma: no cover - the runtime sends only these
+            raise ValueError(kind)
+        self._after(result.records, kind, sender)
+        self._arm()
+        return result.response
+
+    def _after(self, records: list[Record], kind: str, sender: str) -> None:
+        if self.checker is not None:
+            self.checker.after_coordinator_step(records, kind, sender)
+
+    # -- timers and metadata ------------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        coordinator = self.coordinator
+        deadline = None if coordinator is None else coordinator.next_deadline()
+        if deadline is not None:
+            deadline = max(deadline, self.loading_until)
+        if deadline is not None and deadline == self._armed_at:
+            return  # that timer is still pending
+        self._timer_gen += 1
+        self._armed_at = deadline
+        if deadline is not None:
+            self.sched.at(deadline, self._timer, self._timer_gen)
+
+    def _timer(self, generation: int) -> None:
+        if generation != self._timer_gen or self.coordinator is None:
+            return
+        self._armed_at = None
+        self._poll(self.sched.now)
+        self._arm()
+
+    def _poll(self, now: int) -> None:
+        coordinator = self.coordinator
+        assert coordinator is not None
+        if now < self.loading_until:
+            return
+        records = coordinator.poll(now)
+        if records:
+            self.trace.log(now, "coord", f"timers fired: {_summary(records)}")
+            self._after(records, "timer", "")
+
+    def publish_metadata(self) -> None:
+        """The topics changed: the coordinator gets the new image (during an election, the new
+        coordinator gets it when it takes over)."""
+        coordinator = self.coordinator
+        if coordinator is None:
+            return
+        records = coordinator.update_metadata(self.topics.image(), self.sched.now)
+        if records:
+            self.trace.log(self.sched.now, "coord", f"metadata v{self.topics.version}: {_summary(records)}")
+        self._after(records, "metadata", "")
+        self._arm()
+
+    # -- failover ---------------------------------------------------------------------------------
+
+    def failover(self, crash: bool) -> None:
+        """Start a failover; the new coordinator takes over after an election delay."""
+        old = self.coordinator
+        if old is None:
+            return  # an election is already under way
+        self.failovers += 1
+        old_broker = self.broker
+        self.coordinator = None
+        self._timer_gen += 1
+        self._armed_at = None
+        election = self.rng.randint(0, 1_500)
+        load = self.rng.randint(0, 800)
+        candidates = [b for b in range(BROKERS) if b != old_broker and b not in self.down]
+        new_broker = candidates[self.rng.randrange(len(candidates))] if candidates else old_broker
+        self.trace.log(
+            self.sched.now,
+            "fault",
+            f"coordinator failover ({'crash' if crash else 'leader move'}) broker {old_broker} -> "
+            f"{new_broker} election={election} load={load}",
+        )
+        if crash:
+            self.down.add(old_broker)
+            if self.on_broker_crash is not None:
+                self.on_broker_crash(old_broker)
+            self.sched.after(election + self.rng.randint(500, 3_000), self._broker_up, old_broker)
+        self.sched.after(election, self._take_over, old, new_broker, load)
+
+    def _broker_up(self, broker: int) -> None:
+        self.down.discard(broker)
+        self.trace.log(self.sched.now, "fault", f"broker {broker} up again")
+
+    def _take_over(self, old: GroupCoordinator, broker: int, load: int) -> None:
+        now = self.sched.now
+        assert old.log is not None
+        new = GroupCoordinator.replaying(list(old.log), now, self.config, old.image)
+        if self.checker is not None:
+            self.checker.after_failover(old, new)
+        self.coordinator = self.last = new
+        self.broker = broker
+        self.loading_until = now + load
+        self.trace.log(now, "coord", f"new coordinator on broker {broker} (replayed {len(old.log)} records)")
+        if new.image.version != self.topics.version:
+            self.publish_metadata()
+        self._arm()
+
+    def end_faults(self) -> None:
+        """Quiet phase: crashed brokers come back (an election under way still completes)."""
+        for broker in sorted(self.down):
+            self._broker_up(broker)
+
+
+def _summary(records: list[Record]) -> str:
+    """Record type names with counts, in first-seen order."""
+    counts: dict[str, int] = {}
+    for record in records:
+        name = type(record).__name__.replace("Record", "").replace("Tombstone", "-")
+        counts[name] = counts.get(name, 0) + 1
+    return " ".join(f"{name}x{n}" if n > 1 else name for name, n in counts.items())
+
+
+def coordinator_config(session_ms: int, heartbeat_ms: int, assignment_interval_ms: int) -> CoordinatorConfig:
+    """The coordinator configuration of a seed."""
+    return CoordinatorConfig(
+        session_timeout_ms=session_ms,
+        heartbeat_interval_ms=heartbeat_ms,
+        assignment_interval_ms=assignment_interval_ms,
+    )
+
+
+__all__ = ["BROKERS", "GROUP", "CoordinatorHost", "MetadataImage", "coordinator_config"]

@@ -1,0 +1,8 @@
+"""Lets the simulation tests import their helpers (`mutations`) by module name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

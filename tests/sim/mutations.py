@@ -1,0 +1,104 @@
+"""Deliberately wrong behaviours of the real cores, switched on by monkeypatching (test only).
+
+Each mutation is a function taking pytest's `monkeypatch`; the tests check that the simulation
+reports the violation it must cause, with a seed that reproduces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kconsumer.coordinator import coordinator as coordinator_module
+from kconsumer.coordinator import reconciliation
+from kconsumer.member import MemberCore
+from kconsumer.member.commits import CommitManager, _Commit
+from kconsumer.member.model import CallbackKind, TopicIdPartition, sort_partitions
+from kconsumer.member.reconciler import Phase, Progress, Reconciler, StepKind
+
+Mutation = Callable[[pytest.MonkeyPatch], None]
+
+
+def coordinator_releases_before_ack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coordinator treats every revocation as acknowledged: partitions move at once."""
+    monkeypatch.setattr(reconciliation, "_owns_any", lambda owned, partitions: False)
+
+
+def member_acks_before_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member emits on_partitions_revoked but does not wait for it before acknowledging."""
+    original = MemberCore.invoke_callback
+
+    def invoke(self: MemberCore, kind: CallbackKind, partitions: Any, metadata: Any = None) -> int | None:
+        callback_id = original(self, kind, partitions, metadata)
+        step = self.reconciler.step
+        if kind is CallbackKind.REVOKED and step is not None and step.kind is StepKind.REVOKE:
+            return None  # the revoke step goes on without waiting
+        return callback_id
+
+    monkeypatch.setattr(MemberCore, "invoke_callback", invoke)
+
+
+def member_acks_before_fetching_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member emits StopFetching for a revocation but does not wait for FetchingStopped."""
+    original = Reconciler.advance
+
+    def advance(self: Reconciler) -> Progress:
+        progress = original(self)
+        step = self.step
+        if (
+            step is not None
+            and step.kind is StepKind.REVOKE
+            and step.phase is Phase.COMMIT
+            and not step.stopped
+            and step.waiting is not None
+        ):
+            result = self.on_fetching_stopped(step.waiting, ())
+            return progress if result is None else result
+        return progress
+
+    monkeypatch.setattr(Reconciler, "advance", advance)
+
+
+def member_commits_unowned_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member's commits do not leave out partitions it no longer owns."""
+    original = CommitManager._send
+
+    def send(self: CommitManager, op: _Commit, member: Any, out: list[Any]) -> None:
+        wanted: frozenset[TopicIdPartition] = frozenset(
+            member.owned if op.partitions is None else op.partitions
+        )
+        widened = type(member)(member.member_id, member.member_epoch, member.owned | wanted)
+        original(self, op, widened, out)
+
+    monkeypatch.setattr(CommitManager, "_send", send)
+
+
+def coordinator_never_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coordinator's timers fence nobody (session and rebalance timeouts do nothing)."""
+    monkeypatch.setattr(coordinator_module, "fence_member", lambda ctx, group, member_id: None)
+
+
+#: Each mutation with the violation kinds it must produce (any of them).
+MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
+    "coordinator_releases_before_ack": (
+        coordinator_releases_before_ack,
+        frozenset({"double-fetch", "double-hold", "fetch-not-owner", "hold-not-owner"}),
+    ),
+    "member_acks_before_revoke_callback": (
+        member_acks_before_revoke_callback,
+        frozenset({"released-while-holding", "double-hold", "hold-not-owner"}),
+    ),
+    "member_acks_before_fetching_stopped": (
+        member_acks_before_fetching_stopped,
+        frozenset({"released-while-fetching", "double-fetch", "fetch-not-owner"}),
+    ),
+    "member_commits_unowned_partitions": (
+        member_commits_unowned_partitions,
+        frozenset({"commit-by-non-owner", "commit-regressed"}),
+    ),
+    "coordinator_never_times_out": (coordinator_never_times_out, frozenset({"liveness"})),
+}
+
+__all__ = ["MUTATIONS", "Mutation", "sort_partitions"]

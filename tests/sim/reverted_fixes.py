@@ -1,0 +1,91 @@
+"""The core bugs the simulation found, brought back by monkeypatching (test only): each function
+undoes one fix, so the regression test can check that its seed still catches the bug."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kconsumer.coordinator import heartbeat as coordinator_heartbeat
+from kconsumer.coordinator.membership import remove_member
+from kconsumer.member.exchange import HeartbeatExchange
+from kconsumer.member.model import TopicIdPartition
+from kconsumer.member.reconciler import Reconciler, Release
+from kconsumer.member.state import HEARTBEATING
+
+Revert = Callable[[pytest.MonkeyPatch], None]
+
+
+def heartbeat_reports_only_owned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: heartbeats reported the owned partitions only, not the target or an assign step's."""
+    monkeypatch.setattr(Reconciler, "reported", property(lambda self: self.owned))
+
+
+def heartbeats_after_fenced_while_leaving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a member fenced while preparing to leave kept heartbeating."""
+    monkeypatch.setattr(HeartbeatExchange, "_heartbeating", lambda self: self._state in HEARTBEATING)
+
+
+def leave_ignores_running_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a leave did not wait for an interrupted revocation's on_partitions_revoked."""
+    original = Reconciler.release
+
+    def release(self: Reconciler, *, lost: bool) -> Release:
+        return dataclasses.replace(original(self, lost=lost), revoking_callback=None)
+
+    monkeypatch.setattr(Reconciler, "release", release)
+
+
+def leave_heartbeats_forget_told_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: heartbeats while preparing to leave did not report partitions still to be revoked."""
+
+    def reported(self: Any) -> frozenset[TopicIdPartition]:
+        return frozenset(self._recon.reported)
+
+    monkeypatch.setattr(HeartbeatExchange, "_reported", reported)
+
+
+def static_replacement_drops_regexes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: replacing a static member dropped the regexes only the old member used."""
+
+    def remove(ctx: Any, group: Any, member_id: str, **kwargs: Any) -> None:
+        kwargs["drop_regexes"] = True
+        remove_member(ctx, group, member_id, **kwargs)
+
+    monkeypatch.setattr(coordinator_heartbeat, "remove_member", remove)
+
+
+def auto_commit_includes_revoking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: commits of the current positions included partitions of a revoke step."""
+    monkeypatch.setattr(Reconciler, "revoking", property(lambda self: frozenset()))
+
+
+#: Each fix undone, with the violation kinds its bug caused.
+REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
+    "heartbeat_reports_only_owned": (
+        heartbeat_reports_only_owned,
+        frozenset(
+            {"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch", "commit-by-non-owner"}
+        ),
+    ),
+    "heartbeats_after_fenced_while_leaving": (
+        heartbeats_after_fenced_while_leaving,
+        frozenset({"fatal-error", "closed-holding"}),
+    ),
+    "leave_ignores_running_revoke_callback": (
+        leave_ignores_running_revoke_callback,
+        frozenset({"released-while-holding", "hold-not-owner", "double-hold"}),
+    ),
+    "leave_heartbeats_forget_told_partitions": (
+        leave_heartbeats_forget_told_partitions,
+        frozenset({"hold-not-owner", "double-hold"}),
+    ),
+    "static_replacement_drops_regexes": (static_replacement_drops_regexes, frozenset({"liveness"})),
+    "auto_commit_includes_revoking": (
+        auto_commit_includes_revoking,
+        frozenset({"commit-by-non-owner", "commit-regressed"}),
+    ),
+}

@@ -1,0 +1,33 @@
+"""The checker catches bugs: with a deliberately wrong core behaviour switched on, some seed of a
+small range reports the violation it must cause, and that seed reproduces it."""
+
+from __future__ import annotations
+
+import pytest
+from mutations import MUTATIONS
+
+from kconsumer.testing.sim import run_seed
+
+#: Seeds searched for a reproducing seed (the first few usually suffice).
+BUDGET = 120
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_is_caught_with_a_reproducing_seed(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate, kinds = MUTATIONS[name]
+    mutate(monkeypatch)
+    found = None
+    for seed in range(BUDGET):
+        result = run_seed(seed)
+        if result.violations:
+            found = result
+            break
+    assert found is not None, f"{name}: no violation in seeds 0..{BUDGET - 1}"
+    assert found.violations[0].kind in kinds, f"{name}: unexpected first violation\n{found.report()}"
+    report = found.report()
+    assert f"seed {found.seed}: VIOLATION" in report and found.faults.describe() in report
+    assert f"--seed {found.seed}" in report and found.tail[-1] in report
+    again = run_seed(found.seed)  # the seed reproduces it, step for step
+    assert again.trace_hash == found.trace_hash and again.violations == found.violations
+    monkeypatch.undo()
+    assert run_seed(found.seed).ok, f"{name}: seed {found.seed} fails without the mutation too"
