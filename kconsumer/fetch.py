@@ -15,12 +15,22 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka import Consumer as _RdKafkaConsumer
 
 #: librdkafka's logical offsets for "no committed offset: apply auto.offset.reset".
 RESET_EARLIEST = OFFSET_BEGINNING
 RESET_LATEST = OFFSET_END
+
+#: How long the first assignment of a topic may wait for its metadata (`Fetcher.assign`).
+METADATA_TIMEOUT_S = 1.0
 
 #: Keys the fetch handle always sets itself (kconsumer's own semantics depend on them).
 _FORCED = {
@@ -41,6 +51,8 @@ class Fetcher:
         config.update(_FORCED)
         self._handle = _RdKafkaConsumer(config)
         self._assigned: set[tuple[str, int]] = set()
+        #: Topics whose metadata this handle has fetched (see `_learn_topics`).
+        self._known_topics: set[str] = set()
         self._closed = False
 
     @property
@@ -54,8 +66,30 @@ class Fetcher:
         """Start fetching `partitions` at their `offset` (an offset, or a logical reset position)."""
         new = [tp for tp in partitions if (tp.topic, tp.partition) not in self._assigned]
         if new:
+            self._learn_topics({tp.topic for tp in new})
             self._handle.incremental_assign(new)
             self._assigned.update((tp.topic, tp.partition) for tp in new)
+
+    def _learn_topics(self, topics: set[str]) -> None:
+        """Have the handle fetch the metadata of topics it is about to fetch for the first time.
+
+        Assigned a partition of a topic it has no metadata for, librdkafka finds no leader, asks
+        for metadata and retries its offset lookup on a 500 ms timer: 0.5 to 1 s from the
+        assignment to the first record (a few ms with the metadata known; see docs/benchmarks.md).
+        One metadata request per new topic, on this thread, avoids that. If it fails or times
+        out, librdkafka still finds the leaders by itself, only later.
+        """
+        unknown = topics - self._known_topics
+        if not unknown:
+            return
+        try:
+            if len(unknown) == 1:
+                self._handle.list_topics(next(iter(unknown)), timeout=METADATA_TIMEOUT_S)
+            else:
+                self._handle.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException:
+            return
+        self._known_topics.update(unknown)
 
     def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Stop fetching `partitions`; their queued, not yet returned records are dropped."""
