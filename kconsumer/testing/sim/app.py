@@ -90,6 +90,7 @@ class SimApp:
         self._waiting_token: int | None = None
         self._waiting_deadline = 0
         self._parked = False
+        self._in_callback: InvokeCallback | None = None
         self._calls: list[Callable[[], None]] = []
         self._last_poll_note = -(10**9)
         self._poll_note_interval = min(1_000, self.params.max_poll_interval_ms // 4)
@@ -119,6 +120,11 @@ class SimApp:
         if self.leaving is not LeaveReason.CLOSE:
             self.leaving = LeaveReason.CLOSE
             self.proc.post(Close(deadline_ms=self.world.sched.now + 10_000))
+
+    @property
+    def polling(self) -> bool:
+        """Polling normally: not stalled by an overrun and not inside a callback."""
+        return self.world.sched.now >= self.stall_until and self._in_callback is None
 
     def call(self, action: Callable[[], None]) -> None:
         """Run an application call (subscribe, unsubscribe, close, ...) on the application thread:
@@ -224,10 +230,12 @@ class SimApp:
         return rng.randint(low, high)
 
     def _callback_started(self, work: InvokeCallback) -> None:
+        self._in_callback = work
         if work.kind is CallbackKind.ASSIGNED:
             self._hold(tuple(tp.key for tp in work.partitions))
 
     def _callback_returned(self, work: InvokeCallback, resume: bool) -> None:
+        self._in_callback = None
         if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
             self._release(tuple(tp.key for tp in work.partitions))
         self.proc.post(CallbackCompleted(work.callback_id))

@@ -1,12 +1,12 @@
 """Liveness: once the faults stop, the group must converge, and then every record gets processed.
 
 *Converged* means, all at once: a coordinator is serving; the target assignment is at the group
-epoch; the group's members are exactly the live processes; every process is subscribed, polling,
-not paused and not leaving; its core is STABLE at the group epoch with no reconciliation step and
-owns exactly its target; the coordinator has it STABLE at the group epoch with exactly its target
-assigned and nothing pending revocation; its application fetches exactly its target and has no
-queued rebalance work (stops, starts, callbacks, leaves; periodic commits may be queued); and no
-zombie is left.
+epoch; the group's members are exactly the live processes; every process is subscribed, polling
+(not stalled, not inside a callback), not paused and not leaving; its core is STABLE at the group
+epoch with no reconciliation step and owns exactly its target; the coordinator has it STABLE at
+the group epoch with exactly its target assigned and nothing pending revocation; its application
+fetches exactly its target and has no queued rebalance work (stops, starts, callbacks, leaves;
+periodic commits may be queued); and no zombie is left.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def converged(world: World, state: Convergence) -> bool:
     for proc in procs:
         label = proc.label
         app = proc.app
-        if proc.paused or app.leaving is not None or not app.subscribed:
-            state.reason = f"{label} paused, leaving or unsubscribed"
+        if proc.paused or app.leaving is not None or not app.subscribed or not app.polling:
+            state.reason = f"{label} paused, leaving, unsubscribed, not polling or inside a callback"
             return False
         core = proc.core
         if core.state is not MemberState.STABLE or core.member_epoch != epoch:

@@ -1,0 +1,60 @@
+"""Seeds that caught real bugs in the cores: they must pass, and with the fix undone (a test-only
+monkeypatch, `reverted_fixes.py`) they must still report the bug, so each stays a regression test
+for as long as the simulation does not change under it (if it does, search new seeds with
+``reverted_fixes`` and update this list).
+
+The bugs were fixed in the commit "Member and coordinator fixes found by the deterministic
+simulation"; docs/simulation.md lists them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from reverted_fixes import REVERTS
+
+from kconsumer.testing.sim import run_seed
+
+#: Fix undone -> seeds that catch its bug.
+REGRESSIONS: dict[str, list[int]] = {
+    # Heartbeats reported only the owned partitions: granted ones were handed to another member
+    # while this one was still assigning them.
+    "heartbeat_reports_only_owned": [3, 4],
+    # Fenced while preparing to leave, the member kept heartbeating (epoch 0, owned partitions).
+    "heartbeats_after_fenced_while_leaving": [50],
+    # A leave gave partitions up before an interrupted on_partitions_revoked returned.
+    "leave_ignores_running_revoke_callback": [417],
+    # Heartbeats while preparing to leave forgot partitions the application still had to be told
+    # it gave up.
+    "leave_heartbeats_forget_told_partitions": [19],
+    # Auto-commits included partitions of a revoke step, committed after the revocation's ack.
+    "auto_commit_includes_revoking": [409],
+    # A static member replacement dropped the group's regexes: the new member subscribed to nothing.
+    "static_replacement_drops_regexes": [432],
+}
+
+#: Seeds that exposed mistakes of the simulation itself (ordering of application events, what
+#: counts as converged): they must keep passing.
+HARNESS_SEEDS = [376, 1082, 6022, 8283, 10914]
+
+_CASES = [(name, seed) for name, seeds in sorted(REGRESSIONS.items()) for seed in seeds]
+
+
+@pytest.mark.parametrize(("name", "seed"), _CASES, ids=[f"{n}-{s}" for n, s in _CASES])
+def test_regression_seed_passes(name: str, seed: int) -> None:
+    result = run_seed(seed)
+    assert result.ok, result.report()
+
+
+@pytest.mark.parametrize(("name", "seed"), _CASES, ids=[f"{n}-{s}" for n, s in _CASES])
+def test_regression_seed_catches_the_bug(name: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    revert, kinds = REVERTS[name]
+    revert(monkeypatch)
+    result = run_seed(seed)
+    assert result.violations, f"seed {seed} no longer catches {name}: search a new one"
+    assert result.violations[0].kind in kinds, result.report()
+
+
+@pytest.mark.parametrize("seed", HARNESS_SEEDS)
+def test_harness_seed_passes(seed: int) -> None:
+    result = run_seed(seed)
+    assert result.ok, result.report()
