@@ -169,6 +169,7 @@ class Member:
     name: str
     process: Any
     conn: Connection
+    instance_id: str | None = None
     started: bool = False
     alive: bool = True
 
@@ -342,8 +343,7 @@ class Group:
         )
         process.start()
         child.close()
-        member = Member(name, process, parent)
-        member.instance_id = instance_id  # type: ignore[attr-defined]
+        member = Member(name, process, parent, instance_id)
         self.members[name] = member
         return member
 
@@ -513,7 +513,7 @@ def _rolling(
         new = (
             spare
             if spare is not None and not group.static
-            else group.spawn(getattr(old, "instance_id", None))
+            else group.spawn(old.instance_id)
         )
         spare = None
         time.sleep(0.3)  # let the new process finish importing before the old one goes
