@@ -510,11 +510,7 @@ def _rolling(
     """Restart every live member, one after the other."""
     since = time.monotonic()
     for old in list(group.live()):
-        new = (
-            spare
-            if spare is not None and not group.static
-            else group.spawn(old.instance_id)
-        )
+        new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
         spare = None
         time.sleep(0.3)  # let the new process finish importing before the old one goes
         group.leave(old)
