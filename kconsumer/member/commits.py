@@ -98,6 +98,9 @@ class _Commit:
     waiting_heartbeat: bool = False
     skipped: set[TopicIdPartition] = field(default_factory=set)
     last_error: KConsumerError | None = None
+    #: The member lost its partitions while this attempt was in flight: it is not retried (a retry
+    #: after rejoining could commit these old offsets over newer ones of the same partitions).
+    lost: bool = False
 
 
 @dataclass
@@ -245,6 +248,9 @@ class CommitManager:
             return op.commit_id
         error = error_for(code, message)
         op.last_error = error
+        if op.lost:
+            self._finish(op, CommitFailedError("partitions lost while the commit was in flight", error), out)
+            return op.commit_id
         if code in COORDINATOR_ERRORS:
             out.append(FindCoordinator(f"OffsetCommit failed with {code.name}"))
         expired = op.deadline_ms is not None and now_ms >= op.deadline_ms
@@ -343,10 +349,12 @@ class CommitManager:
 
     def on_ownership_lost(self, member: Membership, out: list[Effect]) -> None:
         """The member lost partitions without revoking them (fenced, stale, fatal): automatic
-        commits waiting to retry are dropped, user ones are re-filtered (and fail if nothing is left)."""
+        commits waiting to retry are dropped, user ones are re-filtered (and fail if nothing is left);
+        commits in flight finish with their answer, without retries."""
         for op in list(self._commits.values()):
             if op.request_id is not None and not (op.waiting_heartbeat or op.not_before is not None):
-                continue  # in flight: its answer decides
+                op.lost = True  # in flight: its answer decides, and a failure is final
+                continue
             if op.reason in AUTOMATIC:
                 self._finish(op, CommitFailedError("partitions lost before the commit was sent"), out)
             else:
