@@ -15,7 +15,7 @@ from kconsumer.coordinator import coordinator as coordinator_module
 from kconsumer.coordinator import reconciliation
 from kconsumer.member import MemberCore
 from kconsumer.member.commits import CommitManager, _Commit
-from kconsumer.member.model import CallbackKind, TopicIdPartition, sort_partitions
+from kconsumer.member.model import CallbackKind, TopicIdPartition
 from kconsumer.member.reconciler import Phase, Progress, Reconciler, StepKind
 
 Mutation = Callable[[pytest.MonkeyPatch], None]
@@ -100,5 +100,3 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     ),
     "coordinator_never_times_out": (coordinator_never_times_out, frozenset({"liveness"})),
 }
-
-__all__ = ["MUTATIONS", "Mutation", "sort_partitions"]

@@ -11,6 +11,7 @@ import pytest
 
 from kconsumer.coordinator import heartbeat as coordinator_heartbeat
 from kconsumer.coordinator.membership import remove_member
+from kconsumer.member.commits import CommitManager
 from kconsumer.member.exchange import HeartbeatExchange
 from kconsumer.member.model import TopicIdPartition
 from kconsumer.member.reconciler import Reconciler, Release
@@ -63,6 +64,20 @@ def auto_commit_includes_revoking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Reconciler, "revoking", property(lambda self: frozenset()))
 
 
+def in_flight_commit_retried_after_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a commit in flight when the member lost its partitions was retried after it had
+    rejoined (and got them back), with the old offsets."""
+    original = CommitManager.on_ownership_lost
+
+    def on_ownership_lost(self: CommitManager, member: Any, out: list[Any]) -> None:
+        in_flight = [op for op in self._commits.values() if not op.lost]
+        original(self, member, out)
+        for op in in_flight:
+            op.lost = False
+
+    monkeypatch.setattr(CommitManager, "on_ownership_lost", on_ownership_lost)
+
+
 #: Each fix undone, with the violation kinds its bug caused.
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
@@ -87,5 +102,9 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "auto_commit_includes_revoking": (
         auto_commit_includes_revoking,
         frozenset({"commit-by-non-owner", "commit-regressed"}),
+    ),
+    "in_flight_commit_retried_after_loss": (
+        in_flight_commit_retried_after_loss,
+        frozenset({"commit-regressed", "commit-by-non-owner"}),
     ),
 }

@@ -124,6 +124,8 @@ class Checker:
         self.zombies = ZombieStats()
         self._zombie_since: dict[str, int] = {}
         self._lost: dict[str, set[Key]] = {}
+        #: Records processed, reprocessing included (the drain's measure of progress).
+        self.records_processed = 0
 
     # -- reporting ------------------------------------------------------------------------------------
 
@@ -441,6 +443,7 @@ class Checker:
                 "process-not-owned",
                 f"{proc.label} processed {self._label(key)} [{start}, {end}) its core does not own",
             )
+        self.records_processed += end - start
         if self._zombie(proc):
             self.zombies.records += end - start
         coverage = self.coverage.get(key)
