@@ -35,6 +35,9 @@ from .runtime.member_runtime import AppWork, CollectPositions, MemberRuntime
 log = logging.getLogger("kconsumer")
 
 Key = tuple[str, int]
+
+#: Longest time starting partitions may wait for their reset positions (ListOffsets).
+RESET_LOOKUP_TIMEOUT_S = 5.0
 PartitionsCallback = Callable[[Any, list[TopicPartition]], None]
 
 
@@ -164,7 +167,35 @@ class AppThread:
                 self.state.stopped[key] = positions[key]
         self.runtime.post(FetchingStopped(work.stop_id, tuple(positions[k] for k in keys if k in positions)))
 
+    def _resolve_resets(self, work: StartFetching) -> dict[Key, int]:
+        """Explicit offsets for the partitions that start at a reset position (EARLIEST/LATEST),
+        from ListOffsets, so librdkafka only ever gets explicit offsets.
+
+        librdkafka 2.16 resolves a logical offset with an offset query that survives an unassign:
+        if the partition is assigned again before that query's timer fires, the timer moves the
+        new position back to the old logical one (a member could re-read a partition from its
+        start, long past its committed offset). Resolving here, as Kafka's Java consumer does,
+        avoids that. If ListOffsets fails, the logical position goes to librdkafka as before."""
+        wanted = {
+            (p.partition.topic, p.partition.partition): (-2 if p.offset is OffsetReset.EARLIEST else -1)
+            for p in work.positions
+            if p.offset is OffsetReset.EARLIEST or p.offset is OffsetReset.LATEST
+        }
+        if not wanted:
+            return {}
+        runtime = self.runtime
+        isolation = (
+            1 if runtime.config.librdkafka_passthrough.get("isolation.level") == "read_committed" else 0
+        )
+        timeout = min(runtime.config.request_timeout_ms / 1000, RESET_LOOKUP_TIMEOUT_S)
+        try:
+            return runtime.call(runtime.network.list_offsets(wanted, isolation), timeout)
+        except Exception as exc:  # the logical position still works, only with librdkafka's lookup
+            log.debug("kconsumer: ListOffsets for reset positions failed (%r); librdkafka resolves them", exc)
+            return {}
+
     def _start(self, work: StartFetching) -> None:
+        resolved = self._resolve_resets(work)
         assign = []
         for position in work.positions:
             tp = position.partition
@@ -181,7 +212,9 @@ class AppThread:
                     )
                 )
                 continue
-            if offset is OffsetReset.EARLIEST:
+            if key in resolved:
+                start = resolved[key]
+            elif offset is OffsetReset.EARLIEST:
                 start = RESET_EARLIEST
             elif offset is OffsetReset.LATEST:
                 start = RESET_LATEST

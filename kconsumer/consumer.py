@@ -98,14 +98,11 @@ class Consumer:
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
         self._commit_tokens = 0
-        # The record path calls librdkafka directly: Fetcher.poll/consume only delegate to the
-        # handle, and a Python frame per call is a measurable share of poll()'s cost (benchmarks).
-        if isinstance(self._fetcher, Fetcher):
-            self._rd_poll = self._fetcher.handle.poll
-            self._rd_consume = self._fetcher.handle.consume
-        else:
-            self._rd_poll = self._fetcher.poll
-            self._rd_consume = self._fetcher.consume
+        # poll() hands out buffered records itself (one deque pop: a Python frame per record is
+        # a measurable share of its cost) and asks the fetch path only when the buffer is empty.
+        self._buffer = self._fetcher.buffer
+        self._rd_poll = self._fetcher.poll
+        self._rd_consume = self._fetcher.consume
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -237,6 +234,9 @@ class Consumer:
                 app.run()
         elif self._closed:
             raise RuntimeError("Consumer closed")
+        buffer = self._buffer
+        if buffer:
+            return buffer.popleft()
         if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
             return self._rd_poll(timeout)
         message = self._rd_poll(IDLE_SLICE_S)

@@ -5,6 +5,14 @@ handle never calls ``subscribe()``, has auto-commit and the offset store off, an
 which partitions to fetch from which offsets (``incremental_assign`` / ``incremental_unassign``).
 `poll` and `consume` return librdkafka's own `Message` objects (no per-record Python wrapper).
 
+Records are taken from librdkafka in small batches (`consume(n, 0)`, which returns what is already
+queued without waiting) into `buffer`, and `Consumer.poll()` hands them out one by one: a single
+record through librdkafka's ``poll()`` costs more than a batch's share plus a deque pop. The buffer
+holds records librdkafka already counts as delivered, so every position reported here is the
+offset of the first record the *application* has not received: buffered records count as not
+delivered. Stopping, seeking or pausing a partition drops its buffered records (and a pause seeks
+librdkafka back to the first of them, so none is skipped on resume).
+
 All methods are called from the application thread (inside `Consumer.poll` and friends), so the
 order of assign, unassign, position and callbacks is exactly the order the member core chose.
 """
@@ -12,6 +20,7 @@ order of assign, unassign, position and callbacks is exactly the order the membe
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +41,11 @@ RESET_LATEST = OFFSET_END
 #: How long the first assignment of a topic may wait for its metadata (`Fetcher.assign`).
 METADATA_TIMEOUT_S = 1.0
 
+#: Records taken from librdkafka at a time to serve `poll()` from (see the module docstring).
+POLL_BATCH = 256
+
+Key = tuple[str, int]
+
 #: Keys the fetch handle always sets itself (kconsumer's own semantics depend on them).
 _FORCED = {
     "enable.auto.commit": False,
@@ -51,6 +65,8 @@ class Fetcher:
         config.update(_FORCED)
         self._handle = _RdKafkaConsumer(config)
         self._assigned: set[tuple[str, int]] = set()
+        #: Records taken from librdkafka, not yet handed to the application (in order).
+        self.buffer: deque[Message] = deque()
         #: Topics whose metadata this handle has fetched (see `_learn_topics`).
         self._known_topics: set[str] = set()
         self._closed = False
@@ -99,48 +115,108 @@ class Fetcher:
             if (topic, partition) in self._assigned
         ]
         if gone:
+            self._drop_buffered({(tp.topic, tp.partition) for tp in gone})
             self._handle.incremental_unassign(gone)
             self._assigned.difference_update((tp.topic, tp.partition) for tp in gone)
 
     def assigned(self) -> set[tuple[str, int]]:
         return set(self._assigned)
 
-    def positions(
-        self, partitions: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], tuple[int, int | None]]:
+    def positions(self, partitions: Iterable[Key]) -> dict[Key, tuple[int, int | None]]:
         """(next offset the application will see, its leader epoch) of each fetched partition that
         has a position (a partition that returned nothing yet has none)."""
-        wanted = [TopicPartition(t, p) for t, p in partitions if (t, p) in self._assigned]
+        wanted = {(t, p) for t, p in partitions if (t, p) in self._assigned}
         if not wanted:
             return {}
-        result = {}
-        for tp in self._handle.position(wanted):
-            if tp.offset >= 0:
-                epoch = tp.leader_epoch
-                result[(tp.topic, tp.partition)] = (tp.offset, None if epoch is None or epoch < 0 else epoch)
+        result = self._buffered_positions(wanted)
+        rest = [TopicPartition(t, p) for t, p in wanted if (t, p) not in result]
+        if rest:
+            for tp in self._handle.position(rest):
+                if tp.offset >= 0:
+                    epoch = tp.leader_epoch
+                    result[(tp.topic, tp.partition)] = (
+                        tp.offset,
+                        None if epoch is None or epoch < 0 else epoch,
+                    )
         return result
 
     # -- records ---------------------------------------------------------------------------------
 
     def poll(self, timeout: float) -> Message | None:
+        """The next record: from the buffer, else from what librdkafka has queued (a batch), else
+        waiting up to `timeout` seconds for one."""
+        buffer = self.buffer
+        if buffer:
+            return buffer.popleft()
+        batch = self._handle.consume(POLL_BATCH, 0)
+        if batch:
+            buffer.extend(batch)
+            return buffer.popleft()
         return self._handle.poll(timeout)
 
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
-        return self._handle.consume(num_messages, timeout)
+        """Up to `num_messages` records: buffered ones first (topped up with what librdkafka has
+        queued, without waiting), else a batch from librdkafka waiting up to `timeout` seconds."""
+        buffer = self.buffer
+        if not buffer:
+            return self._handle.consume(num_messages, timeout)
+        take = min(num_messages, len(buffer))
+        messages = [buffer.popleft() for _ in range(take)]
+        if take < num_messages:
+            messages.extend(self._handle.consume(num_messages - take, 0))
+        return messages
+
+    def _buffered_positions(self, wanted: set[Key]) -> dict[Key, tuple[int, int | None]]:
+        """The offset (and leader epoch) of the first buffered record of each wanted partition."""
+        first: dict[Key, tuple[int, int | None]] = {}
+        for message in self.buffer:
+            if message.error() is not None:
+                continue
+            key = (message.topic(), message.partition())
+            if key in wanted and key not in first:
+                offset = message.offset()
+                if offset is not None:
+                    epoch = message.leader_epoch()
+                    first[key] = (offset, None if epoch is None or epoch < 0 else epoch)
+        return first
+
+    def _drop_buffered(self, keys: set[Key]) -> dict[Key, tuple[int, int | None]]:
+        """Remove the buffered records of `keys`; returns where each dropped run started."""
+        if not self.buffer:
+            return {}
+        first = self._buffered_positions(keys)
+        if first:
+            kept = [m for m in self.buffer if (m.topic(), m.partition()) not in keys or m.error() is not None]
+            self.buffer.clear()
+            self.buffer.extend(kept)
+        return first
 
     # -- flow control ----------------------------------------------------------------------------
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop returning records of `partitions`; buffered ones are dropped and librdkafka goes
+        back to the first of them, so resuming loses nothing."""
         self._handle.pause(list(partitions))
+        dropped = self._drop_buffered({(tp.topic, tp.partition) for tp in partitions})
+        for (topic, partition), (offset, epoch) in dropped.items():
+            self._handle.seek(_at(topic, partition, offset, epoch))
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
         self._handle.resume(list(partitions))
 
     def seek(self, partition: TopicPartition) -> None:
+        self._drop_buffered({(partition.topic, partition.partition)})
         self._handle.seek(partition)
 
     def position_of(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
-        return list(self._handle.position(list(partitions)))
+        """Confluent-style positions (buffered records count as not delivered)."""
+        result = list(self._handle.position(list(partitions)))
+        buffered = self._buffered_positions({(tp.topic, tp.partition) for tp in partitions})
+        for index, tp in enumerate(result):
+            found = buffered.get((tp.topic, tp.partition))
+            if found is not None:
+                result[index] = _at(tp.topic, tp.partition, *found)
+        return result
 
     def list_topics(self, topic: str | None, timeout: float) -> Any:
         return self._handle.list_topics(topic, timeout)
@@ -148,10 +224,17 @@ class Fetcher:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self.buffer.clear()
             if self._assigned:
                 self._handle.incremental_unassign([TopicPartition(t, p) for t, p in self._assigned])
                 self._assigned.clear()
             self._handle.close()
+
+
+def _at(topic: str, partition: int, offset: int, leader_epoch: int | None) -> TopicPartition:
+    if leader_epoch is None:
+        return TopicPartition(topic, partition, offset)
+    return TopicPartition(topic, partition, offset, leader_epoch=leader_epoch)
 
 
 class MembershipOnlyFetcher:
@@ -159,12 +242,15 @@ class MembershipOnlyFetcher:
     PySpark source's driver is the member; executors read offset ranges themselves).
 
     It keeps the assigned partitions and a position per partition: where fetching would start (a
-    committed offset, or none for a logical reset position), moved by `seek`. `poll` and
+    committed offset, or the offset ``auto.offset.reset`` resolved to; none if that lookup
+    failed), moved by `seek`. `poll` and
     `consume` only wait.
     """
 
     def __init__(self) -> None:
         self._positions: dict[tuple[str, int], int | None] = {}
+        #: Always empty (nothing is fetched); the consumer's poll() checks it like the real one.
+        self.buffer: deque[Message] = deque()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:

@@ -15,7 +15,7 @@ import queue
 import random
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import ConsumerConfig
 from ..errors import ErrorCode, KafkaApiError
@@ -66,6 +66,8 @@ from .offset_requests import (
 )
 
 log = logging.getLogger("kconsumer")
+
+T = TypeVar("T")
 
 #: The member core speaks ConsumerGroupHeartbeat v1 at most.
 HEARTBEAT_MAX_VERSION = 1
@@ -160,6 +162,10 @@ class MemberRuntime:
     def commit_positions(self, work: CollectPositions, offsets: Sequence[PartitionOffset]) -> None:
         """Send the commit of `work` with the positions the application thread read."""
         self._bg.call(self._spawn, self._commit(work.commit, tuple(offsets)))
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float) -> T:
+        """Run `coroutine` on the background loop and wait for its result (application thread)."""
+        return self._bg.submit(coroutine).result(timeout_s)
 
     def shutdown(self) -> None:
         """Stop the timer, cancel the network tasks and close the connections (thread-safe)."""

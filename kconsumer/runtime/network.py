@@ -13,6 +13,12 @@ from collections.abc import Iterable
 
 from ..errors import ErrorCode, KafkaApiError, error_for
 from ..protocol.api import ApiKey
+from ..protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
 from ..protocol.messages.metadata import (
     COORDINATOR_KEY_TYPE_GROUP,
     FindCoordinatorRequest,
@@ -68,6 +74,8 @@ class NetworkClient:
         self.topic_names: dict[Uuid, str] = {}
         self.topic_ids: dict[str, Uuid] = {}
         self.partition_counts: dict[str, int] = {}
+        #: The leader (node id) of each partition, from the latest Metadata.
+        self.leaders: dict[tuple[str, int], int] = {}
         self._connections: dict[Address, BrokerConnection] = {}
         self._opening: dict[Address, asyncio.Future[BrokerConnection]] = {}
 
@@ -150,6 +158,8 @@ class NetworkClient:
                 self.topic_names[topic.topic_id] = topic.name
                 self.topic_ids[topic.name] = topic.topic_id
             self.partition_counts[topic.name] = len(topic.partitions)
+            for partition in topic.partitions:
+                self.leaders[(topic.name, partition.partition_index)] = partition.leader_id
 
     # -- coordinator ------------------------------------------------------------------------------
 
@@ -178,3 +188,38 @@ class NetworkClient:
         if code:
             raise error_for(code, message)
         return Address(host, port)
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    async def list_offsets(
+        self, wanted: dict[tuple[str, int], int], isolation_level: int = 0
+    ) -> dict[tuple[str, int], int]:
+        """The offsets of (topic, partition) at a timestamp (-2 earliest, -1 latest), asked of
+        each partition's leader. Partitions that failed are left out."""
+        missing = sorted({t for (t, p) in wanted if (t, p) not in self.leaders})
+        if missing:
+            await self.metadata(missing)
+        by_leader: dict[int, dict[tuple[str, int], int]] = {}
+        for key, timestamp in wanted.items():
+            leader = self.leaders.get(key)
+            if leader is not None and leader in self.brokers:
+                by_leader.setdefault(leader, {})[key] = timestamp
+        result: dict[tuple[str, int], int] = {}
+        for leader, keys in by_leader.items():
+            connection = await self.connection(self.brokers[leader])
+            topics: dict[str, list[ListOffsetsPartition]] = {}
+            for (topic, partition), timestamp in sorted(keys.items()):
+                topics.setdefault(topic, []).append(
+                    ListOffsetsPartition(partition_index=partition, timestamp=timestamp)
+                )
+            request = ListOffsetsRequest(
+                isolation_level=isolation_level,
+                topics=[ListOffsetsTopic(name=name, partitions=parts) for name, parts in topics.items()],
+            )
+            response = await connection.request(request)
+            assert isinstance(response, ListOffsetsResponse)
+            for topic_response in response.topics:
+                for entry in topic_response.partitions:
+                    if entry.error_code == 0 and entry.offset >= 0:
+                        result[(topic_response.name, entry.partition_index)] = entry.offset
+        return result

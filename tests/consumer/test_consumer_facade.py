@@ -416,7 +416,8 @@ def test_membership_only_consumer_joins_and_reconciles_but_returns_no_records(
         tp.partition: tp.offset
         for tp in member.position([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     }
-    assert positions == {0: 3, 1: -1001}, "where fetching would start: the committed offset, else none"
+    # Where fetching would start: the committed offset, else auto.offset.reset resolved (earliest).
+    assert positions == {0: 3, 1: 0}
     member.seek(TopicPartition(topic, 1, 2))
     assert member.position([TopicPartition(topic, 1)])[0].offset == 2
     done = member.commit(asynchronous=False)

@@ -96,3 +96,71 @@ def test_close_gives_up_quietly_when_the_coordinator_is_gone() -> None:
     consumer.close(timeout=1)
     assert _time.monotonic() - started < 5
     consumer.close()  # idempotent
+
+
+def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
+    """librdkafka 2.16 resolves a logical offset (BEGINNING/END) with a query whose timer survives
+    an unassign and, firing after a new assignment at a committed offset, moves the partition back
+    to BEGINNING (a member re-read a partition from offset 0 in the failover test). So the
+    application thread resolves resets with ListOffsets and assigns explicit offsets only; when
+    the lookup fails, the logical offset still goes to librdkafka."""
+    import queue as _queue
+    from types import SimpleNamespace
+    from typing import Any as _Any
+
+    from confluent_kafka import OFFSET_BEGINNING
+
+    from kconsumer.app_thread import AppThread
+    from kconsumer.member.effects import StartFetching
+    from kconsumer.member.model import FetchPosition, OffsetReset, TopicIdPartition
+    from kconsumer.protocol.uuid import Uuid
+
+    class FakeFetcher:
+        buffer: list[object] = []
+
+        def __init__(self) -> None:
+            self.assigned: list[tuple[str, int, int]] = []
+
+        def assign(self, partitions: _Any) -> None:
+            self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    class FakeRuntime:
+        def __init__(self, answer: dict[tuple[str, int], int] | None) -> None:
+            self.app_queue: _queue.SimpleQueue[object] = _queue.SimpleQueue()
+            self.config = SimpleNamespace(librdkafka_passthrough={}, request_timeout_ms=30_000)
+            self.network = SimpleNamespace(list_offsets=self._list_offsets)
+            self.answer = answer
+            self.asked: list[dict[tuple[str, int], int]] = []
+
+        async def _list_offsets(
+            self, wanted: dict[tuple[str, int], int], isolation: int
+        ) -> dict[tuple[str, int], int]:
+            self.asked.append(dict(wanted))
+            if self.answer is None:
+                raise OSError("broker unreachable")
+            return self.answer
+
+        def call(self, coroutine: _Any, timeout_s: float) -> _Any:
+            import asyncio
+
+            return asyncio.run(coroutine)
+
+    topic = Uuid.from_int(5)
+    work = StartFetching(
+        (
+            FetchPosition(TopicIdPartition(topic, "t", 0), OffsetReset.EARLIEST),
+            FetchPosition(TopicIdPartition(topic, "t", 1), OffsetReset.LATEST),
+            FetchPosition(TopicIdPartition(topic, "t", 2), 42),
+        )
+    )
+    runtime = FakeRuntime({("t", 0): 7, ("t", 1): 99})
+    fetcher = FakeFetcher()
+    app = AppThread(object(), fetcher, runtime)  # type: ignore[arg-type]
+    app._execute(work)
+    assert runtime.asked == [{("t", 0): -2, ("t", 1): -1}]
+    assert fetcher.assigned == [("t", 0, 7), ("t", 1, 99), ("t", 2, 42)]
+
+    failing = FakeRuntime(None)
+    fetcher = FakeFetcher()
+    AppThread(object(), fetcher, failing)._execute(work)  # type: ignore[arg-type]
+    assert fetcher.assigned[0] == ("t", 0, OFFSET_BEGINNING)
