@@ -8,6 +8,7 @@ member id and epoch), v1-v7 name a single group. Pure functions: the runtime sen
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..errors import ErrorCode
 from ..member.model import PartitionOffset, TopicIdPartition
@@ -22,7 +23,7 @@ from ..protocol.messages.offsets import (
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
 )
-from ..protocol.uuid import Uuid
+from ..protocol.uuid import ZERO_UUID, Uuid
 
 #: The first OffsetCommit version a consumer-protocol member may use (facts §5.13).
 COMMIT_MIN_VERSION = 9
@@ -67,7 +68,7 @@ def commit_request(
         group_instance_id=instance_id if version >= 7 else None,
         topics=[
             OffsetCommitRequestTopic(
-                name="" if by_id else name, topic_id=topic_id if by_id else Uuid(bytes(16)), partitions=parts
+                name="" if by_id else name, topic_id=topic_id if by_id else ZERO_UUID, partitions=parts
             )
             for (topic_id, name), parts in sorted(topics.items(), key=lambda item: item[0][1])
         ],
@@ -106,7 +107,7 @@ def fetch_request(
         group_topics = [
             OffsetFetchRequestTopics(
                 name="" if by_id else name,
-                topic_id=topic_id if by_id else Uuid(bytes(16)),
+                topic_id=topic_id if by_id else ZERO_UUID,
                 partition_indexes=sorted(parts),
             )
             for (topic_id, name), parts in sorted(grouped.items(), key=lambda item: item[0][1])
@@ -142,35 +143,11 @@ def fetch_result(
         group = response.groups[0]
         if group.error_code:
             return ErrorCode.of(group.error_code), ()
-        entries = [
-            (
-                topic.topic_id,
-                topic.name,
-                p.partition_index,
-                p.committed_offset,
-                p.committed_leader_epoch,
-                p.metadata,
-                p.error_code,
-            )
-            for topic in group.topics
-            for p in topic.partitions
-        ]
+        entries = _entries(group.topics)
     else:
         if response.error_code:
             return ErrorCode.of(response.error_code), ()
-        entries = [
-            (
-                Uuid(bytes(16)),
-                topic.name,
-                p.partition_index,
-                p.committed_offset,
-                p.committed_leader_epoch,
-                p.metadata,
-                p.error_code,
-            )
-            for topic in response.topics
-            for p in topic.partitions
-        ]
+        entries = _entries(response.topics)
     for topic_id, name, index, offset, leader_epoch, metadata, code in entries:
         tp = by_id.get((topic_id, index)) if version >= BY_ID_VERSION else by_name.get((name, index))
         if tp is None:
@@ -183,3 +160,24 @@ def fetch_result(
             PartitionOffset(tp, offset, None if leader_epoch < 0 else leader_epoch, metadata or "")
         )
     return error, tuple(offsets)
+
+
+_Entry = tuple[Uuid, str, int, int, int, "str | None", int]
+
+
+def _entries(topics: Iterable[Any]) -> list[_Entry]:
+    """(topic id, name, partition, offset, leader epoch, metadata, error) of every partition of an
+    OffsetFetch response's topics (v0-7 topics have no id: the zero UUID)."""
+    return [
+        (
+            getattr(topic, "topic_id", ZERO_UUID),
+            topic.name,
+            p.partition_index,
+            p.committed_offset,
+            p.committed_leader_epoch,
+            p.metadata,
+            p.error_code,
+        )
+        for topic in topics
+        for p in topic.partitions
+    ]
