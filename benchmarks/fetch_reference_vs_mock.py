@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -38,6 +37,8 @@ from dataclasses import dataclass
 import confluent_kafka as ck
 
 from kconsumer.testing import ReferenceCluster
+
+from .common import broker, produce
 
 TOPIC = "fetch-bench"
 
@@ -64,30 +65,6 @@ class Result:
     @property
     def steady_median(self) -> float:
         return self.records / statistics.median(self.steady)
-
-
-def produce(bootstrap: str, partitions: int, per_partition: int, size: int) -> float:
-    """Write the data set with confluent-kafka; returns the seconds it took (flush included)."""
-    producer = ck.Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10000, "acks": 1}
-    )
-    payload = os.urandom(size // 2).hex().encode()[:size].ljust(size, b"x")
-    start = time.perf_counter()
-    for i in range(per_partition):
-        for p in range(partitions):
-            while True:
-                try:
-                    producer.produce(TOPIC, value=payload, partition=p)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
-        if i % 1000 == 0:
-            producer.poll(0)
-    left = producer.flush(60)
-    elapsed = time.perf_counter() - start
-    if left:
-        raise RuntimeError(f"{left} records not delivered to {bootstrap}")
-    return elapsed
 
 
 def consume_once(bootstrap: str, partitions: int, expected: int, batch: int) -> tuple[float, float]:
@@ -128,7 +105,7 @@ def consume_once(bootstrap: str, partitions: int, expected: int, batch: int) -> 
 
 def measure(target: str, bootstrap: str, args: argparse.Namespace) -> Result:
     expected = args.partitions * args.records
-    produce_s = produce(bootstrap, args.partitions, args.records, args.size)
+    produce_s = produce(bootstrap, TOPIC, args.partitions, args.records, args.size)
     timings = [consume_once(bootstrap, args.partitions, expected, args.batch) for _ in range(args.rounds)]
     return Result(target, produce_s, [t[0] for t in timings], [t[1] for t in timings], expected, args.size)
 
@@ -156,21 +133,8 @@ def in_process(partitions: int) -> Iterator[str]:
 
 @contextmanager
 def subprocess_server(partitions: int) -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kconsumer", "serve", "--port", "0", "--topic", f"{TOPIC}:{partitions}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"kconsumer serve did not start: {line!r}")
-        yield line.removeprefix("listening on ")
-    finally:
-        process.terminate()
-        process.wait(10)
+    with broker("reference", [(TOPIC, partitions)]) as bootstrap:
+        yield bootstrap
 
 
 def _version() -> str:
