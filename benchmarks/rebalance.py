@@ -368,9 +368,15 @@ class Group:
                         member.alive = False
                         self.log.add(("dead", time.monotonic(), member.name, []))
 
-    def begin(self) -> None:
+    def form(self, members: list[Member]) -> None:
+        """Start the producer, the reader and `members`; wait until they form a converged group."""
         self._producer.start()
         self._reader.start()
+        time.sleep(0.5)
+        since = min(self.start(m) for m in members)
+        ok, _ = self.wait_converged(since, _settle_timeout(len(members)) + 30)
+        if not ok:
+            raise RuntimeError("the group did not form")
 
     def live(self) -> list[Member]:
         return [m for m in self.members.values() if m.alive and m.started]
@@ -468,12 +474,7 @@ def _dynamic_run(
     try:
         originals = [group.spawn() for _ in range(n)]
         spare = group.spawn()
-        group.begin()
-        time.sleep(0.5)
-        since = min(group.start(m) for m in originals)
-        ok, _ = group.wait_converged(since, _settle_timeout(n) + 30)
-        if not ok:
-            raise RuntimeError("the group did not form")
+        group.form(originals)
         for _ in range(repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
             if "join" in events:
                 since = group.start(spare)
@@ -526,12 +527,7 @@ def _static_run(name: str, broker_kind: str, kind: str, bootstrap: str, n: int, 
     group = Group(kind, bootstrap, p, static=True)
     try:
         originals = [group.spawn() for _ in range(n)]
-        group.begin()
-        time.sleep(0.5)
-        since = min(group.start(m) for m in originals)
-        ok, _ = group.wait_converged(since, _settle_timeout(n) + 30)
-        if not ok:
-            raise RuntimeError("the group did not form")
+        group.form(originals)
         return [_rolling(name, broker_kind, group, n, p, "rolling-static", None)]
     finally:
         group.close()
