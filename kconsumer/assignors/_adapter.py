@@ -26,8 +26,7 @@ def to_group_spec(spec: AssignmentSpec) -> tuple[GroupSpec, dict[Uuid, str]]:
         members[member_id] = MemberSpec(
             member_id, member.instance_id, member.rack_id, subscribed, {t: p for t, p in target.items() if p}
         )
-    kinds = {m.subscribed_topic_ids for m in members.values()}
-    kind = SubscriptionType.HOMOGENEOUS if len(kinds) <= 1 else SubscriptionType.HETEROGENEOUS
+    kind = SubscriptionType.of(m.subscribed_topic_ids for m in members.values())
     return GroupSpec(members, topics, kind), {topic_id: name for name, topic_id in ids.items()}
 
 

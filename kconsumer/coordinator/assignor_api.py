@@ -9,7 +9,7 @@ Assignors are pure: same spec in, same assignment out (no clock, no randomness).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +26,11 @@ class SubscriptionType(enum.Enum):
 
     HOMOGENEOUS = "homogeneous"
     HETEROGENEOUS = "heterogeneous"
+
+    @classmethod
+    def of(cls, subscriptions: Iterable[frozenset[Uuid]]) -> SubscriptionType:
+        """The type of a group whose members subscribe to `subscriptions` (one set per member)."""
+        return cls.HOMOGENEOUS if len(set(subscriptions)) <= 1 else cls.HETEROGENEOUS
 
 
 @dataclass(frozen=True)

@@ -359,8 +359,7 @@ class SimMember:
         topics = {
             t.topic_id: TopicMetadata(t.topic_id, t.topic_name, t.num_partitions) for t in prepared.topics
         }
-        subscriptions = {spec.subscribed_topic_ids for spec in members.values()}
-        kind = SubscriptionType.HOMOGENEOUS if len(subscriptions) <= 1 else SubscriptionType.HETEROGENEOUS
+        kind = SubscriptionType.of(spec.subscribed_topic_ids for spec in members.values())
         try:
             result = assignor_by_name(self.world.params.client_assignor).assign(
                 GroupSpec(members, topics, kind)
