@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kconsumer.coordinator.assignor_api import (
+from kconsumer.broker.coordinator.assignor_api import (
     Assignment,
     GroupSpec,
     MemberSpec,
@@ -40,7 +40,7 @@ from kconsumer.coordinator.assignor_api import (
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.coordinator.assignors import assignor_by_name
+from kconsumer.broker.coordinator.assignors import assignor_by_name
 from kconsumer.protocol.uuid import Uuid
 
 HOMOGENEOUS = SubscriptionType.HOMOGENEOUS

@@ -4,7 +4,7 @@
   ``ServerSideAssignorBenchmark``), run over the chosen grid, each case next to Kafka's published
   JMH figure where one exists (KAFKA_PROTOCOL_FACTS.md §7; other hardware, the JVM: orders of
   magnitude) and our targets.
-* **Heartbeats**: a stable group of 10,000 members on `kconsumer.coordinator.GroupCoordinator`
+* **Heartbeats**: a stable group of 10,000 members on `kconsumer.broker.coordinator.GroupCoordinator`
   (the sans-IO core, no network): built by 10,000 joins batched by the assignment interval (one
   target computation), one heartbeat per member to receive its partitions and one to acknowledge
   them; then stable heartbeats (member epoch only, every other field null = unchanged, as KIP-848
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kconsumer.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
+from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest, TopicPartitions
 from kconsumer.protocol.uuid import Uuid
 

@@ -31,11 +31,11 @@ from .assignor import (
     MemberMetadata,
     PartitionAssignor,
 )
-from .consumer import Consumer
+from .client.consumer import Consumer
+from .client.listener import ConsumerRebalanceListener
+from .client.subscription import SubscriptionPattern
 from .errors import ConfigError, KConsumerError, ProtocolError
-from .listener import ConsumerRebalanceListener
 from .patterns import InvalidPatternError
-from .subscription import SubscriptionPattern
 
 __version__ = "0.1.0"
 

@@ -27,13 +27,13 @@ class Subcommand:
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
-    from .server.serve import add_arguments
+    from .broker.server.serve import add_arguments
 
     add_arguments(parser)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .server.serve import run
+    from .broker.server.serve import run
 
     return run(args)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kconsumer.config import PASSTHROUGH_KEYS, REFUSED_KEYS, ConsumerConfig
+from kconsumer.client.config import PASSTHROUGH_KEYS, REFUSED_KEYS, ConsumerConfig
+from kconsumer.client.member import ClientAssignor, OffsetReset
 from kconsumer.errors import ConfigError
-from kconsumer.member import ClientAssignor, OffsetReset
 
 BASE = {"bootstrap.servers": "localhost:9092"}
 

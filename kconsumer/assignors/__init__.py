@@ -1,5 +1,5 @@
 """Built-in client-side assignors: ``range`` and ``uniform``, the coordinator's algorithms run by
-a member (`kconsumer.PartitionAssignor` adapters of `kconsumer.coordinator.assignors`).
+a member (`kconsumer.PartitionAssignor` adapters of `kconsumer.broker.coordinator.assignors`).
 
 They assign exactly as the server-side assignors of the same names would, which makes them a
 starting point (subclass and override `assign` to post-process) and a way to try client-side

@@ -1,11 +1,17 @@
-"""Running a server-side assignor algorithm (`kconsumer.coordinator.assignor_api.ServerAssignor`)
+"""Running a server-side assignor algorithm (`kconsumer.broker.coordinator.assignor_api.ServerAssignor`)
 as a client-side `PartitionAssignor`: the spec by topic name becomes a `GroupSpec` by topic id
 and the result comes back by name."""
 
 from __future__ import annotations
 
 from ..assignor import AssignmentSpec, GroupAssignment, MemberAssignment, PartitionAssignor
-from ..coordinator.assignor_api import GroupSpec, MemberSpec, ServerAssignor, SubscriptionType, TopicMetadata
+from ..broker.coordinator.assignor_api import (
+    GroupSpec,
+    MemberSpec,
+    ServerAssignor,
+    SubscriptionType,
+    TopicMetadata,
+)
 from ..protocol.uuid import Uuid
 
 

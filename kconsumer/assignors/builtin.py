@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..coordinator.assignors import RangeAssignor as _ServerRange
-from ..coordinator.assignors import UniformAssignor as _ServerUniform
+from ..broker.coordinator.assignors import RangeAssignor as _ServerRange
+from ..broker.coordinator.assignors import UniformAssignor as _ServerUniform
 from ._adapter import ServerAlgorithmAssignor
 
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from ..consumer import Consumer
-from ..subscription import SubscriptionPattern
+from ..client.consumer import Consumer
+from ..client.subscription import SubscriptionPattern
 from .cluster import ADMIN_TIMEOUT_S, Cluster
 from .offsets import SourceOffset
 from .options import EARLIEST, LATEST, Key, SourceOptions

@@ -235,7 +235,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         if not topics:
             raise SourceOptionError("subscribe", "no topic name given")
     elif chosen[0] == "subscribepattern":
-        from ..subscription import SubscriptionPattern
+        from ..client.subscription import SubscriptionPattern
 
         pattern = SubscriptionPattern(opts["subscribepattern"]).pattern
     else:

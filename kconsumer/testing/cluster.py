@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ..coordinator import CoordinatorConfig
-from ..coordinator.model import ConsumerGroup, ConsumerGroupMember
+from ..broker.coordinator import CoordinatorConfig
+from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
+from ..broker.server import Broker, ReferenceServer, ServerConfig
+from ..broker.server.faults import FOREVER
 from ..errors import ErrorCode, error_for
 from ..protocol import records
 from ..protocol.messages.admin import (
@@ -47,8 +49,6 @@ from ..protocol.messages.produce import (
     TopicProduceData,
 )
 from ..protocol.uuid import Uuid
-from ..server import Broker, ReferenceServer, ServerConfig
-from ..server.faults import FOREVER
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The member's client-side assignment runner (`kconsumer.runtime.client_assignment`), with a fake
+"""The member's client-side assignment runner (`kconsumer.client.runtime.client_assignment`), with a fake
 coordinator connection: Prepare -> spec by name -> assign on the assignor thread -> Install by id
 -> result; failures; the application-thread side (metadata events, reasons, on_assignment)."""
 
@@ -14,10 +14,18 @@ import pytest
 from assignor_harness import Scripted, round_robin
 
 from kconsumer import AssignmentSpec, AssignorFailedError, AssignorMetadata, GroupAssignment, MemberAssignment
+from kconsumer.client.member.effects import InvokeCallback, ReportError
+from kconsumer.client.member.events import AssignorMetadataUpdated, RequestAssignment
+from kconsumer.client.member.model import AssignmentMetadata, CallbackKind, TopicIdPartition
+from kconsumer.client.runtime.client_assignment import (
+    LocalAssignors,
+    build_spec,
+    install_members,
+    name_topic_ids,
+    previous_target,
+    unknown_topic_ids,
+)
 from kconsumer.errors import ErrorCode
-from kconsumer.member.effects import InvokeCallback, ReportError
-from kconsumer.member.events import AssignorMetadataUpdated, RequestAssignment
-from kconsumer.member.model import AssignmentMetadata, CallbackKind, TopicIdPartition
 from kconsumer.protocol.messages.consumer_group import TopicPartitions
 from kconsumer.protocol.messages.extensions import (
     ConsumerGroupInstallAssignmentRequest,
@@ -29,14 +37,6 @@ from kconsumer.protocol.messages.extensions import (
     PreparedTopic,
 )
 from kconsumer.protocol.uuid import Uuid
-from kconsumer.runtime.client_assignment import (
-    LocalAssignors,
-    build_spec,
-    install_members,
-    name_topic_ids,
-    previous_target,
-    unknown_topic_ids,
-)
 
 T = Uuid.from_int(0x7)
 OLD = Uuid.from_int(0x8)

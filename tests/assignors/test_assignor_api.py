@@ -27,8 +27,8 @@ from kconsumer import (
 )
 from kconsumer.assignor import assignor_metadata, partitions_by_topic
 from kconsumer.assignors import RangeAssignor, UniformAssignor
-from kconsumer.config import ConsumerConfig, LocalAssignor
-from kconsumer.member import ClientAssignor
+from kconsumer.client.config import ConsumerConfig, LocalAssignor
+from kconsumer.client.member import ClientAssignor
 
 
 @pytest.mark.parametrize("module", [kconsumer.assignor, kconsumer.assignors.builtin])

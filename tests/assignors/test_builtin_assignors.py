@@ -17,9 +17,9 @@ from kconsumer import (
     MemberMetadata,
 )
 from kconsumer.assignors import RangeAssignor, ServerAlgorithmAssignor, UniformAssignor, to_group_spec
-from kconsumer.coordinator.assignor_api import SubscriptionType
-from kconsumer.coordinator.assignors import RangeAssignor as ServerRange
-from kconsumer.coordinator.assignors import UniformAssignor as ServerUniform
+from kconsumer.broker.coordinator.assignor_api import SubscriptionType
+from kconsumer.broker.coordinator.assignors import RangeAssignor as ServerRange
+from kconsumer.broker.coordinator.assignors import UniformAssignor as ServerUniform
 
 
 def member(

@@ -11,9 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "member"))
 
 from member_driver import TOPIC_IDS, Driver, response, tps
 
-from kconsumer.member import AssignmentMetadata, CallbackKind, ClientAssignor
-from kconsumer.member.effects import InvokeCallback, RefreshMetadata
-from kconsumer.member.events import HeartbeatResponseReceived, Subscribe
+from kconsumer.client.member import AssignmentMetadata, CallbackKind, ClientAssignor
+from kconsumer.client.member.effects import InvokeCallback, RefreshMetadata
+from kconsumer.client.member.events import HeartbeatResponseReceived, Subscribe
 from kconsumer.protocol.messages.consumer_group import TopicPartitions
 
 META = AssignmentMetadata(0, 1, b"for-me")

@@ -22,8 +22,8 @@ from kconsumer import (
     InvalidPatternError,
     SubscriptionPattern,
 )
+from kconsumer.client.member.errors import CommitFailedError
 from kconsumer.errors import ErrorCode
-from kconsumer.member.errors import CommitFailedError
 from kconsumer.protocol.api import ApiKey
 from kconsumer.testing import ReferenceCluster
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import TopicPartition
 
-from kconsumer.config import ConsumerConfig
-from kconsumer.fetch import Fetcher
+from kconsumer.client.config import ConsumerConfig
+from kconsumer.client.fetch import Fetcher
 from kconsumer.testing import ReferenceCluster
 
 RECORDS = 600

@@ -28,7 +28,7 @@ from consumer_harness import (
 )
 
 from kconsumer import KafkaException
-from kconsumer.member.errors import PollIntervalExceededError
+from kconsumer.client.member.errors import PollIntervalExceededError
 from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(120)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from kconsumer.broker.server.error_responses import error_response
+from kconsumer.broker.server.fetch import read_fetch
+from kconsumer.broker.server.log import Topics
+from kconsumer.client.member.backoff import ExponentialBackoff
+from kconsumer.client.member.commits import CommitManager, Ids, Membership
+from kconsumer.client.member.effects import CommitFinished, CommitOffsets, Effect
+from kconsumer.client.member.model import CommitReason, MemberConfig, PartitionOffset, TopicIdPartition
 from kconsumer.errors import ErrorCode
-from kconsumer.member.backoff import ExponentialBackoff
-from kconsumer.member.commits import CommitManager, Ids, Membership
-from kconsumer.member.effects import CommitFinished, CommitOffsets, Effect
-from kconsumer.member.model import CommitReason, MemberConfig, PartitionOffset, TopicIdPartition
 from kconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from kconsumer.protocol.uuid import Uuid
-from kconsumer.server.error_responses import error_response
-from kconsumer.server.fetch import read_fetch
-from kconsumer.server.log import Topics
 
 PARTITION = TopicIdPartition(Uuid(b"\x01" * 16), "gone", 0)
 
@@ -110,9 +110,9 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
 
     from confluent_kafka import OFFSET_BEGINNING
 
-    from kconsumer.app_thread import AppThread
-    from kconsumer.member.effects import StartFetching
-    from kconsumer.member.model import FetchPosition, OffsetReset, TopicIdPartition
+    from kconsumer.client.app_thread import AppThread
+    from kconsumer.client.member.effects import StartFetching
+    from kconsumer.client.member.model import FetchPosition, OffsetReset, TopicIdPartition
     from kconsumer.protocol.uuid import Uuid
 
     class FakeFetcher:

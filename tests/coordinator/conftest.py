@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
-from kconsumer.coordinator.model import ConsumerGroupMember
+from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
+from kconsumer.broker.coordinator.model import ConsumerGroupMember
 from kconsumer.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,

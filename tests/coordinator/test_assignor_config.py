@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import CoordinatorConfig, GroupCoordinator
-from kconsumer.coordinator.assignor_api import Assignment, GroupSpec
-from kconsumer.coordinator.assignors import UniformAssignor
+from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator
+from kconsumer.broker.coordinator.assignor_api import Assignment, GroupSpec
+from kconsumer.broker.coordinator.assignors import UniformAssignor
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupDescribeRequest
 

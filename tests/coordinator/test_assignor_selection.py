@@ -8,11 +8,16 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import GroupCoordinator
-from kconsumer.coordinator.assignor_api import Assignment, GroupSpec, PartitionAssignorError, SubscriptionType
-from kconsumer.coordinator.assignors import RangeAssignor, UniformAssignor
-from kconsumer.coordinator.context import session_timer
-from kconsumer.coordinator.model import GroupState
+from kconsumer.broker.coordinator import GroupCoordinator
+from kconsumer.broker.coordinator.assignor_api import (
+    Assignment,
+    GroupSpec,
+    PartitionAssignorError,
+    SubscriptionType,
+)
+from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
+from kconsumer.broker.coordinator.context import session_timer
+from kconsumer.broker.coordinator.model import GroupState
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     ConsumerGroupDescribeRequest,

@@ -23,7 +23,7 @@ from typing import TypeVar
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kconsumer.coordinator.assignor_api import (
+from kconsumer.broker.coordinator.assignor_api import (
     Assignment,
     GroupSpec,
     MemberSpec,
@@ -32,8 +32,8 @@ from kconsumer.coordinator.assignor_api import (
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.coordinator.assignors import RangeAssignor, UniformAssignor
-from kconsumer.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
+from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
+from kconsumer.broker.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS
@@ -394,8 +394,8 @@ def test_range_co_partitions_and_ignores_previous_targets(spec: GroupSpec) -> No
 
 _SEED_SCRIPT = """
 import json, random
-from kconsumer.coordinator.assignor_api import GroupSpec, MemberSpec, SubscriptionType, TopicMetadata
-from kconsumer.coordinator.assignors import RangeAssignor, UniformAssignor
+from kconsumer.broker.coordinator.assignor_api import GroupSpec, MemberSpec, SubscriptionType, TopicMetadata
+from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
 from kconsumer.protocol.uuid import Uuid
 out = []
 for seed in range(40):

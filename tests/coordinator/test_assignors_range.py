@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kconsumer.coordinator.assignor_api import (
+from kconsumer.broker.coordinator.assignor_api import (
     Assignment,
     GroupSpec,
     MemberSpec,
@@ -14,7 +14,7 @@ from kconsumer.coordinator.assignor_api import (
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.coordinator.assignors import RangeAssignor, validate_assignment
+from kconsumer.broker.coordinator.assignors import RangeAssignor, validate_assignment
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS

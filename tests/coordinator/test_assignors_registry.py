@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kconsumer.coordinator.assignor_api import (
+from kconsumer.broker.coordinator.assignor_api import (
     Assignment,
     GroupSpec,
     MemberSpec,
@@ -15,7 +15,7 @@ from kconsumer.coordinator.assignor_api import (
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.coordinator.assignors import (
+from kconsumer.broker.coordinator.assignors import (
     ASSIGNORS,
     DEFAULT_ASSIGNORS,
     RangeAssignor,
@@ -104,7 +104,7 @@ def test_register_rejects_objects_that_are_not_assignors() -> None:
 
 
 def test_module_class_path_is_loaded_once() -> None:
-    path = "kconsumer.coordinator.assignors.range_assignor:RangeAssignor"
+    path = "kconsumer.broker.coordinator.assignors.range_assignor:RangeAssignor"
     loaded = load_assignor(path)
     assert isinstance(loaded, RangeAssignor)
     assert loaded is not assignor_by_name("range")
@@ -116,7 +116,7 @@ def test_module_class_path_is_loaded_once() -> None:
     ("path", "error"),
     [
         ("no_such_module_here:Thing", UnknownAssignorError),
-        ("kconsumer.coordinator.assignors:NoSuchClass", UnknownAssignorError),
+        ("kconsumer.broker.coordinator.assignors:NoSuchClass", UnknownAssignorError),
         ("just-a-name:", UnknownAssignorError),
         ("json:dumps", TypeError),  # importable, but not an assignor
     ],

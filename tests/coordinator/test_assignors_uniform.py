@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kconsumer.coordinator.assignor_api import (
+from kconsumer.broker.coordinator.assignor_api import (
     Assignment,
     GroupSpec,
     MemberSpec,
@@ -18,8 +18,8 @@ from kconsumer.coordinator.assignor_api import (
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.coordinator.assignors import UniformAssignor, validate_assignment
-from kconsumer.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
+from kconsumer.broker.coordinator.assignors import UniformAssignor, validate_assignment
+from kconsumer.broker.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS

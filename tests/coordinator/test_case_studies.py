@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
 
 
 def test_new_members_joining(driver: Any) -> None:

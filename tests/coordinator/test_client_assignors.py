@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator.context import client_assignment_timer
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
-from kconsumer.coordinator.records import GroupEpochRecord, TargetMemberRecord, TargetMetadataRecord
+from kconsumer.broker.coordinator.context import client_assignment_timer
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator.records import GroupEpochRecord, TargetMemberRecord, TargetMetadataRecord
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     Assignor,

@@ -6,8 +6,12 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator.model import CurrentAssignment, GroupState, MemberAssignmentState
-from kconsumer.coordinator.records import CurrentAssignmentRecord, GroupEpochRecord, MemberMetadataRecord
+from kconsumer.broker.coordinator.model import CurrentAssignment, GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator.records import (
+    CurrentAssignmentRecord,
+    GroupEpochRecord,
+    MemberMetadataRecord,
+)
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kconsumer.coordinator import GroupCoordinator
-from kconsumer.coordinator.context import rebalance_timer, session_timer
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator import GroupCoordinator
+from kconsumer.broker.coordinator.context import rebalance_timer, session_timer
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import Assignor
 from kconsumer.protocol.messages.extensions import (
@@ -256,8 +256,13 @@ def test_client_side_assignment_is_asked_again_after_failover(driver: Any, make_
 def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> None:
     """A failed operation's records are undone (`RecordWriter.rollback`): whatever they were, the
     state and its indexes are back as they were."""
-    from kconsumer.coordinator.model import CurrentAssignment, MemberMetadata, ResolvedRegex, TargetMember
-    from kconsumer.coordinator.records import (
+    from kconsumer.broker.coordinator.model import (
+        CurrentAssignment,
+        MemberMetadata,
+        ResolvedRegex,
+        TargetMember,
+    )
+    from kconsumer.broker.coordinator.records import (
         CurrentAssignmentRecord,
         CurrentAssignmentTombstone,
         GroupEpochRecord,
@@ -275,7 +280,7 @@ def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> 
         TargetMemberTombstone,
         TargetMetadataRecord,
     )
-    from kconsumer.coordinator.state import RecordWriter
+    from kconsumer.broker.coordinator.state import RecordWriter
 
     d = driver
     busy_group(d)

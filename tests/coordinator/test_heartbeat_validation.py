@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import GroupCoordinator, Result
+from kconsumer.broker.coordinator import GroupCoordinator, Result
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     Assignor,

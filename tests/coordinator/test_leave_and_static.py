@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator.context import session_timer
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
-from kconsumer.coordinator.records import (
+from kconsumer.broker.coordinator.context import session_timer
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator.records import (
     CurrentAssignmentRecord,
     CurrentAssignmentTombstone,
     GroupEpochRecord,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator.records import OffsetCommitRecord, SimpleGroupRecord
+from kconsumer.broker.coordinator.records import OffsetCommitRecord, SimpleGroupRecord
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.list_groups import ListGroupsRequest
 from kconsumer.protocol.messages.offsets import (

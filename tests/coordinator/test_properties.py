@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kconsumer.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage, TopicMetadata
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatRequest,

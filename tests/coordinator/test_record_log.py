@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kconsumer.coordinator import GroupCoordinator, MetadataImage
+from kconsumer.broker.coordinator import GroupCoordinator, MetadataImage
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from kconsumer.protocol.messages.offsets import (
     OffsetCommitRequest,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kconsumer.coordinator.context import rebalance_timer, session_timer
-from kconsumer.coordinator.model import GroupState, MemberAssignmentState
-from kconsumer.coordinator.records import (
+from kconsumer.broker.coordinator.context import rebalance_timer, session_timer
+from kconsumer.broker.coordinator.model import GroupState, MemberAssignmentState
+from kconsumer.broker.coordinator.records import (
     CurrentAssignmentTombstone,
     GroupEpochRecord,
     MemberMetadataTombstone,

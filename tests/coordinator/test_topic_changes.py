@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kconsumer.coordinator import GroupCoordinator, MetadataImage, TopicMetadata
-from kconsumer.coordinator.model import MemberAssignmentState
-from kconsumer.coordinator.records import GroupEpochRecord, OffsetCommitRecord, OffsetTombstone, OffsetValue
+from kconsumer.broker.coordinator import GroupCoordinator, MetadataImage, TopicMetadata
+from kconsumer.broker.coordinator.model import MemberAssignmentState
+from kconsumer.broker.coordinator.records import (
+    GroupEpochRecord,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    OffsetValue,
+)
 from kconsumer.protocol.messages.offsets import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kconsumer.errors import ErrorCode
-from kconsumer.member import MemberConfig, MemberCore, MemberState, PartitionOffset, TopicIdPartition
-from kconsumer.member.effects import (
+from kconsumer.client.member import MemberConfig, MemberCore, MemberState, PartitionOffset, TopicIdPartition
+from kconsumer.client.member.effects import (
     CommitOffsets,
     Effect,
     FetchCommittedOffsets,
@@ -15,7 +14,7 @@ from kconsumer.member.effects import (
     SendHeartbeat,
     StopFetching,
 )
-from kconsumer.member.events import (
+from kconsumer.client.member.events import (
     CallbackCompleted,
     CommitResult,
     Event,
@@ -27,7 +26,8 @@ from kconsumer.member.events import (
     Subscribe,
     Tick,
 )
-from kconsumer.member.model import LISTENER_CALLBACKS, AssignmentMetadata, CallbackKind
+from kconsumer.client.member.model import LISTENER_CALLBACKS, AssignmentMetadata, CallbackKind
+from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     Assignment,
     ConsumerGroupHeartbeatResponse,

@@ -1,6 +1,6 @@
 """A small scripted group coordinator for member-core tests (KAFKA_PROTOCOL_FACTS.md §5.4-§5.8, 4.3 rules).
 
-It is deliberately minimal and independent of `kconsumer.coordinator` (written separately): one
+It is deliberately minimal and independent of `kconsumer.broker.coordinator` (written separately): one
 group, one topic set, targets computed by a given function of the members (in join order), and the
 4.3 reconciliation of each member's current assignment (revoke first; partitions move only once
 released; a new group starts at epoch 1 so the first computed assignment is epoch 2). It also runs
@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 from member_driver import NAMES, TOPIC_IDS
 
-from kconsumer.errors import ErrorCode
-from kconsumer.member import MemberConfig, MemberCore, PartitionOffset
-from kconsumer.member.effects import (
+from kconsumer.client.member import MemberConfig, MemberCore, PartitionOffset
+from kconsumer.client.member.effects import (
     CommitOffsets,
     Effect,
     FetchCommittedOffsets,
@@ -27,7 +26,7 @@ from kconsumer.member.effects import (
     StartFetching,
     StopFetching,
 )
-from kconsumer.member.events import (
+from kconsumer.client.member.events import (
     CallbackCompleted,
     CommitResult,
     Event,
@@ -39,6 +38,7 @@ from kconsumer.member.events import (
     Poll,
     Tick,
 )
+from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import (
     Assignment,
     ConsumerGroupHeartbeatRequest,

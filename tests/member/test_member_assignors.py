@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from member_driver import Driver, S
 
-from kconsumer.errors import ErrorCode, InvalidRequestError
-from kconsumer.member import ClientAssignor
-from kconsumer.member.effects import ComputeClientAssignment, ReportError, SendHeartbeat
-from kconsumer.member.errors import UnsupportedFeatureError
-from kconsumer.member.events import (
+from kconsumer.client.member import ClientAssignor
+from kconsumer.client.member.effects import ComputeClientAssignment, ReportError, SendHeartbeat
+from kconsumer.client.member.errors import UnsupportedFeatureError
+from kconsumer.client.member.events import (
     AssignorMetadataUpdated,
     ClientAssignmentResult,
     CoordinatorCapabilities,
@@ -17,6 +16,7 @@ from kconsumer.member.events import (
     Subscribe,
     Unsubscribe,
 )
+from kconsumer.errors import ErrorCode, InvalidRequestError
 
 STICKY = ClientAssignor("sticky", 0, 2, 1, b"v1")
 RANGE = ClientAssignor("local-range", -1, 0, 0)

@@ -8,10 +8,10 @@ import random
 
 from scripted_coordinator import Key, ScriptedCoordinator, Simulation, by_join_order, foo
 
-from kconsumer.member import MemberState
-from kconsumer.member.effects import InvokeCallback, StartFetching, StopFetching
-from kconsumer.member.events import HeartbeatResponseReceived, Subscribe, Unsubscribe
-from kconsumer.member.model import LISTENER_CALLBACKS, CallbackKind
+from kconsumer.client.member import MemberState
+from kconsumer.client.member.effects import InvokeCallback, StartFetching, StopFetching
+from kconsumer.client.member.events import HeartbeatResponseReceived, Subscribe, Unsubscribe
+from kconsumer.client.member.model import LISTENER_CALLBACKS, CallbackKind
 
 PLAN = {
     1: [foo(0, 1, 2)],

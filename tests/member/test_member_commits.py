@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from member_driver import MEMBER_ID, Driver, tp, tps
 
+from kconsumer.client.member import PartitionOffset
+from kconsumer.client.member.effects import CommitFinished, CommitOffsets, SendHeartbeat
+from kconsumer.client.member.errors import CommitFailedError
+from kconsumer.client.member.events import CommitRequested, CommitResult, Poll
+from kconsumer.client.member.model import CommitReason
 from kconsumer.errors import ErrorCode, StaleMemberEpochError, UnknownMemberIdError
-from kconsumer.member import PartitionOffset
-from kconsumer.member.effects import CommitFinished, CommitOffsets, SendHeartbeat
-from kconsumer.member.errors import CommitFailedError
-from kconsumer.member.events import CommitRequested, CommitResult, Poll
-from kconsumer.member.model import CommitReason
 
 OWNED = {"foo": [0, 1]}
 

@@ -5,6 +5,17 @@ from __future__ import annotations
 import pytest
 from member_driver import MEMBER_ID, Driver, S, response, tps
 
+from kconsumer.client.member.effects import (
+    CommitFinished,
+    CommitOffsets,
+    FindCoordinator,
+    InvokeCallback,
+    ReportError,
+    SendHeartbeat,
+    StopFetching,
+)
+from kconsumer.client.member.events import CommitRequested, HeartbeatResponseReceived, Subscribe
+from kconsumer.client.member.model import CallbackKind
 from kconsumer.errors import (
     AuthorizationError,
     ErrorCode,
@@ -18,17 +29,6 @@ from kconsumer.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
-from kconsumer.member.effects import (
-    CommitFinished,
-    CommitOffsets,
-    FindCoordinator,
-    InvokeCallback,
-    ReportError,
-    SendHeartbeat,
-    StopFetching,
-)
-from kconsumer.member.events import CommitRequested, HeartbeatResponseReceived, Subscribe
-from kconsumer.member.model import CallbackKind
 
 OWNED = {"foo": [0, 1]}
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from member_driver import MEMBER_ID, TOPIC_IDS, Driver, S
 
+from kconsumer.client.member import ClientAssignor
+from kconsumer.client.member.backoff import ExponentialBackoff
+from kconsumer.client.member.effects import ReportError, SendHeartbeat
+from kconsumer.client.member.errors import UnsupportedFeatureError
+from kconsumer.client.member.events import CoordinatorCapabilities, Poll, Subscribe, Tick
 from kconsumer.errors import ErrorCode
-from kconsumer.member import ClientAssignor
-from kconsumer.member.backoff import ExponentialBackoff
-from kconsumer.member.effects import ReportError, SendHeartbeat
-from kconsumer.member.errors import UnsupportedFeatureError
-from kconsumer.member.events import CoordinatorCapabilities, Poll, Subscribe, Tick
 from kconsumer.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatRequest,
     TopicPartitions,

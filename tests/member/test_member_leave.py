@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from member_driver import MEMBER_ID, Driver, S, tp, tps
 
-from kconsumer.errors import ErrorCode
-from kconsumer.member import LeaveReason
-from kconsumer.member.effects import (
+from kconsumer.client.member import LeaveReason
+from kconsumer.client.member.effects import (
     CommitOffsets,
     Effect,
     InvokeCallback,
@@ -15,9 +14,10 @@ from kconsumer.member.effects import (
     SendHeartbeat,
     StopFetching,
 )
-from kconsumer.member.errors import PollIntervalExceededError
-from kconsumer.member.events import Close, CommitRequested, Poll, Subscribe, Tick, Unsubscribe
-from kconsumer.member.model import CallbackKind, CommitReason
+from kconsumer.client.member.errors import PollIntervalExceededError
+from kconsumer.client.member.events import Close, CommitRequested, Poll, Subscribe, Tick, Unsubscribe
+from kconsumer.client.member.model import CallbackKind, CommitReason
+from kconsumer.errors import ErrorCode
 
 OWNED = {"foo": [0, 1]}
 

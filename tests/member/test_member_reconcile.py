@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from member_driver import MEMBER_ID, TOPIC_IDS, Driver, S, tp, tps
 
-from kconsumer.errors import ErrorCode
-from kconsumer.member import ClientAssignor, FetchPosition, OffsetReset, PartitionOffset
-from kconsumer.member.effects import (
+from kconsumer.client.member import ClientAssignor, FetchPosition, OffsetReset, PartitionOffset
+from kconsumer.client.member.effects import (
     CommitOffsets,
     Effect,
     FetchCommittedOffsets,
@@ -16,14 +15,15 @@ from kconsumer.member.effects import (
     StartFetching,
     StopFetching,
 )
-from kconsumer.member.events import (
+from kconsumer.client.member.events import (
     CallbackCompleted,
     MetadataUpdated,
     OffsetFetchResult,
     Subscribe,
     Unsubscribe,
 )
-from kconsumer.member.model import AssignmentMetadata, CallbackKind, CommitReason
+from kconsumer.client.member.model import AssignmentMetadata, CallbackKind, CommitReason
+from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import TopicPartitions
 
 

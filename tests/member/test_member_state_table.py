@@ -9,17 +9,16 @@ from pathlib import Path
 import pytest
 from member_driver import ALL_CALLBACKS, Driver, S
 
-from kconsumer.errors import ErrorCode
-from kconsumer.member import ClientAssignor, MemberState
-from kconsumer.member import core as core_module
-from kconsumer.member.effects import (
+from kconsumer.client.member import ClientAssignor, MemberState
+from kconsumer.client.member import core as core_module
+from kconsumer.client.member.effects import (
     CommitOffsets,
     FetchCommittedOffsets,
     InvokeCallback,
     SendHeartbeat,
     StopFetching,
 )
-from kconsumer.member.events import (
+from kconsumer.client.member.events import (
     AssignorMetadataUpdated,
     CallbackCompleted,
     ClientAssignmentResult,
@@ -38,8 +37,14 @@ from kconsumer.member.events import (
     Tick,
     Unsubscribe,
 )
-from kconsumer.member.model import CallbackKind
-from kconsumer.member.state import ALLOWED_PREDECESSORS, IllegalTransitionError, check_transition, is_allowed
+from kconsumer.client.member.model import CallbackKind
+from kconsumer.client.member.state import (
+    ALLOWED_PREDECESSORS,
+    IllegalTransitionError,
+    check_transition,
+    is_allowed,
+)
+from kconsumer.errors import ErrorCode
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "member-states.md"
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from kconsumer.broker.server.fetch_encoding import COALESCE_BELOW, encode_fetch_response
 from kconsumer.protocol.messages.fetch import (
     AbortedTransaction,
     EpochEndOffset,
@@ -16,7 +17,6 @@ from kconsumer.protocol.messages.fetch import (
 )
 from kconsumer.protocol.messages.produce import NodeEndpoint
 from kconsumer.protocol.uuid import ZERO_UUID, Uuid
-from kconsumer.server.fetch_encoding import COALESCE_BELOW, encode_fetch_response
 
 
 def random_response(rng: random.Random, version: int) -> FetchResponse:

@@ -1,4 +1,4 @@
-"""Group events are logged at INFO under ``kconsumer.server``: joins, epochs, targets, member epochs,
+"""Group events are logged at INFO under ``kconsumer.broker.server``: joins, epochs, targets, member epochs,
 leaves, removals by timeout and fencing."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_join_leave_and_fencing_are_logged(
 ) -> None:
     cluster.create_topic("t", 2)
     client = connect(client_id="app-1")
-    with caplog.at_level(logging.INFO, logger="kconsumer.server"):
+    with caplog.at_level(logging.INFO, logger="kconsumer.broker.server"):
         joined = _join(client, "member-a")
         assert joined.error_code == 0
         fenced = _heartbeat(client, "member-a", joined.member_epoch + 5)
@@ -70,7 +70,7 @@ def test_removal_by_session_timeout_is_logged(caplog: pytest.LogCaptureFixture) 
         cluster.create_topic("t", 1)
         host, port = cluster.bootstrap_servers.rsplit(":", 1)
         with (
-            caplog.at_level(logging.INFO, logger="kconsumer.server"),
+            caplog.at_level(logging.INFO, logger="kconsumer.broker.server"),
             WireClient.connect(host, int(port)) as client,
         ):
             assert _join(client, "sleepy").error_code == 0

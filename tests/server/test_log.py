@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from kconsumer.coordinator import MetadataImage
+from kconsumer.broker.coordinator import MetadataImage
+from kconsumer.broker.server.log import (
+    InvalidRecords,
+    PartitionLog,
+    Topics,
+    topic_name_error,
+    validate_records,
+)
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol import records as rb
 from kconsumer.protocol.uuid import Uuid
-from kconsumer.server.log import InvalidRecords, PartitionLog, Topics, topic_name_error, validate_records
 
 
 def batch(values: list[bytes], timestamp: int = 1000, timestamps: list[int] | None = None) -> bytes:

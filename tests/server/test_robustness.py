@@ -185,7 +185,7 @@ def test_fuzzed_connections_do_not_disturb_other_clients(
     consumer.assign([ck.TopicPartition("steady", 1, 0)])
     received: list[bytes] = []
     rng = random.Random(848)
-    with caplog.at_level(logging.INFO, logger="kconsumer.server"):
+    with caplog.at_level(logging.INFO, logger="kconsumer.broker.server"):
         worker.start()
         try:
             for i in range(300):
@@ -264,19 +264,19 @@ def test_a_failing_handler_answers_unknown_server_error(
     def boom(*args: object, **kwargs: object) -> object:
         raise RuntimeError("handler bug")
 
-    monkeypatch.setattr("kconsumer.server.broker.handle_list_offsets", boom)
-    with caplog.at_level(logging.ERROR, logger="kconsumer.server"):
+    monkeypatch.setattr("kconsumer.broker.server.broker.handle_list_offsets", boom)
+    with caplog.at_level(logging.ERROR, logger="kconsumer.broker.server"):
         response = client.call(_list_offsets(), ListOffsetsResponse, 5)
     assert response.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     assert "handler bug" in caplog.text and "ListOffsets v5" in caplog.text
     # A response that cannot be encoded is replaced by an UNKNOWN_SERVER_ERROR one.
     monkeypatch.setattr(
-        "kconsumer.server.broker.handle_list_offsets", lambda *a: ListOffsetsResponse(topics=[None])
+        "kconsumer.broker.server.broker.handle_list_offsets", lambda *a: ListOffsetsResponse(topics=[None])
     )
     response = client.call(_list_offsets(), ListOffsetsResponse, 5)
     assert response.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     # The group coordinator failing is answered the same way, and the server goes on.
-    monkeypatch.setattr("kconsumer.coordinator.GroupCoordinator.handle", boom)
+    monkeypatch.setattr("kconsumer.broker.coordinator.GroupCoordinator.handle", boom)
     heartbeat = ConsumerGroupHeartbeatRequest(
         group_id="g",
         member_id="m",

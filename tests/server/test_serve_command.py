@@ -12,8 +12,8 @@ from pathlib import Path
 import confluent_kafka as ck
 import pytest
 
+from kconsumer.broker.server.serve import config_from
 from kconsumer.cli import build_parser, main
-from kconsumer.server.serve import config_from
 
 
 def _start(log: Path, *args: str) -> tuple[subprocess.Popen[str], str]:

@@ -173,10 +173,10 @@ def test_every_version_is_answered(
 ) -> None:
     client, topic_id = shared
     request = BUILDERS[api_key](version, topic_id)
-    with caplog.at_level(logging.WARNING, logger="kconsumer.server"):
+    with caplog.at_level(logging.WARNING, logger="kconsumer.broker.server"):
         response = client.request(request, version)
     assert api_key == response.API_KEY
-    assert not [r for r in caplog.records if r.name == "kconsumer.server"], caplog.text
+    assert not [r for r in caplog.records if r.name == "kconsumer.broker.server"], caplog.text
     codes = _error_codes(response)
     assert -1 not in codes, f"UNKNOWN_SERVER_ERROR in {response}"
 

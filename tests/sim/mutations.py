@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import coordinator as coordinator_module
-from kconsumer.coordinator import reconciliation
-from kconsumer.member import MemberCore
-from kconsumer.member.commits import CommitManager, _Commit
-from kconsumer.member.model import CallbackKind, TopicIdPartition
-from kconsumer.member.reconciler import Phase, Progress, Reconciler, StepKind
+from kconsumer.broker.coordinator import coordinator as coordinator_module
+from kconsumer.broker.coordinator import reconciliation
+from kconsumer.client.member import MemberCore
+from kconsumer.client.member.commits import CommitManager, _Commit
+from kconsumer.client.member.model import CallbackKind, TopicIdPartition
+from kconsumer.client.member.reconciler import Phase, Progress, Reconciler, StepKind
 
 Mutation = Callable[[pytest.MonkeyPatch], None]
 

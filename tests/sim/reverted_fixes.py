@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kconsumer.coordinator import heartbeat as coordinator_heartbeat
-from kconsumer.coordinator.membership import remove_member
-from kconsumer.member.commits import CommitManager
-from kconsumer.member.exchange import HeartbeatExchange
-from kconsumer.member.model import TopicIdPartition
-from kconsumer.member.reconciler import Reconciler, Release
-from kconsumer.member.state import HEARTBEATING
+from kconsumer.broker.coordinator import heartbeat as coordinator_heartbeat
+from kconsumer.broker.coordinator.membership import remove_member
+from kconsumer.client.member.commits import CommitManager
+from kconsumer.client.member.exchange import HeartbeatExchange
+from kconsumer.client.member.model import TopicIdPartition
+from kconsumer.client.member.reconciler import Reconciler, Release
+from kconsumer.client.member.state import HEARTBEATING
 
 Revert = Callable[[pytest.MonkeyPatch], None]
 

@@ -177,7 +177,7 @@ def test_only_options_and_identity_are_pickled(cluster: ReferenceCluster) -> Non
         assert copy._id == reader._id and copy._options == reader._options
         assert set(vars(copy)) == {"_options", "_id", "_target", "_latest", "_last_end"}
         pickled = pickle.dumps(reader)
-        assert b"DriverMember" not in pickled and b"kconsumer.consumer" not in pickled
+        assert b"DriverMember" not in pickled and b"kconsumer.client.consumer" not in pickled
         assert MEMBERS.find(reader._id) is member
     finally:
         reader.stop()

@@ -1,4 +1,4 @@
-"""The simulated application thread of one member process: what `kconsumer/app_thread.py` and the
+"""The simulated application thread of one member process: what `kconsumer/client/app_thread.py` and the
 consumer facade do, driven by a poll loop on the simulated clock.
 
 Each poll: the `Poll` event goes to the core; the queued work runs in order (stop fetching and
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...member.effects import (
+from ...client.member.effects import (
     CommitFinished,
     CommitOffsets,
     Effect,
@@ -31,7 +31,7 @@ from ...member.effects import (
     StartFetching,
     StopFetching,
 )
-from ...member.events import (
+from ...client.member.events import (
     CallbackCompleted,
     Close,
     CommitRequested,
@@ -40,7 +40,7 @@ from ...member.events import (
     Subscribe,
     Unsubscribe,
 )
-from ...member.model import (
+from ...client.member.model import (
     LISTENER_CALLBACKS,
     CallbackKind,
     LeaveReason,

@@ -15,9 +15,9 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage
-from ...coordinator.model import ConsumerGroup
-from ...coordinator.records import Record
+from ...broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage
+from ...broker.coordinator.model import ConsumerGroup
+from ...broker.coordinator.records import Record
 from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from ...protocol.messages.extensions import (

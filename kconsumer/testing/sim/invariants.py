@@ -34,12 +34,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...coordinator import GroupCoordinator
-from ...coordinator.records import OffsetCommitRecord, OffsetTombstone, Record
-from ...member import MemberState
-from ...member.effects import Effect, InvokeCallback, StartFetching, StopFetching
-from ...member.model import CallbackKind
-from ...member.state import IN_GROUP
+from ...broker.coordinator import GroupCoordinator
+from ...broker.coordinator.records import OffsetCommitRecord, OffsetTombstone, Record
+from ...client.member import MemberState
+from ...client.member.effects import Effect, InvokeCallback, StartFetching, StopFetching
+from ...client.member.model import CallbackKind
+from ...client.member.state import IN_GROUP
 from .host import GROUP
 from .topics import Key
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...coordinator.model import MemberAssignmentState
-from ...member import MemberState
-from ...member.effects import InvokeCallback, LeaveDone, StartFetching, StopFetching
+from ...broker.coordinator.model import MemberAssignmentState
+from ...client.member import MemberState
+from ...client.member.effects import InvokeCallback, LeaveDone, StartFetching, StopFetching
 
 if TYPE_CHECKING:
     from .world import World

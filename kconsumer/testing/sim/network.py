@@ -1,7 +1,7 @@
 """The simulated network between member processes and the brokers.
 
 A `Link` is one TCP connection from a member process to a broker, with the real client's
-semantics (`kconsumer/runtime/connection.py`): requests are processed and answered in order;
+semantics (`kconsumer/client/runtime/connection.py`): requests are processed and answered in order;
 a request without an answer after ``request.timeout.ms`` fails with REQUEST_TIMED_OUT and closes
 the connection, failing every other request in flight on it with NETWORK_EXCEPTION; a dropped
 connection fails every request in flight at once with NETWORK_EXCEPTION.

@@ -1,5 +1,5 @@
 """One simulated member process: the real `MemberCore`, the runtime side that executes its effects
-(what `kconsumer/runtime/member_runtime.py` does with asyncio, here on the simulated network and
+(what `kconsumer/client/runtime/member_runtime.py` does with asyncio, here on the simulated network and
 clock), and its application (`app.SimApp`).
 
 As in the real runtime: requests go to the coordinator found through FindCoordinator, over one
@@ -20,17 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...coordinator.assignor_api import (
+from ...broker.coordinator.assignor_api import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,
     SubscriptionType,
     TopicMetadata,
 )
-from ...coordinator.assignors import assignor_by_name
-from ...errors import ErrorCode
-from ...member import MemberConfig, MemberCore, OffsetReset, PartitionOffset
-from ...member.effects import (
+from ...broker.coordinator.assignors import assignor_by_name
+from ...client.member import MemberConfig, MemberCore, OffsetReset, PartitionOffset
+from ...client.member.effects import (
     CommitFinished,
     CommitOffsets,
     ComputeClientAssignment,
@@ -45,7 +44,7 @@ from ...member.effects import (
     StartFetching,
     StopFetching,
 )
-from ...member.events import (
+from ...client.member.events import (
     ClientAssignmentResult,
     CommitResult,
     CoordinatorCapabilities,
@@ -56,7 +55,9 @@ from ...member.events import (
     OffsetFetchResult,
     Tick,
 )
-from ...member.model import ClientAssignor
+from ...client.member.model import ClientAssignor
+from ...client.runtime.offset_requests import commit_error, commit_request, fetch_request, fetch_result
+from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse, TopicPartitions
 from ...protocol.messages.extensions import (
     ConsumerGroupInstallAssignmentRequest,
@@ -67,7 +68,6 @@ from ...protocol.messages.extensions import (
 )
 from ...protocol.messages.offsets import OffsetCommitResponse, OffsetFetchResponse
 from ...protocol.uuid import Uuid
-from ...runtime.offset_requests import commit_error, commit_request, fetch_request, fetch_result
 from .app import SimApp
 from .host import GROUP, HEARTBEAT_VERSION, OFFSETS_VERSION
 from .network import Link, Pending

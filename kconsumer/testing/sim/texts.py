@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...errors import ErrorCode
-from ...member.effects import (
+from ...client.member.effects import (
     CommitFinished,
     CommitOffsets,
     ComputeClientAssignment,
@@ -18,7 +17,7 @@ from ...member.effects import (
     StartFetching,
     StopFetching,
 )
-from ...member.events import (
+from ...client.member.events import (
     CallbackCompleted,
     ClientAssignmentResult,
     CommitRequested,
@@ -30,7 +29,8 @@ from ...member.events import (
     OffsetFetchResult,
     Subscribe,
 )
-from ...member.model import TopicIdPartition
+from ...client.member.model import TopicIdPartition
+from ...errors import ErrorCode
 
 
 def _parts(partitions: tuple[TopicIdPartition, ...]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from ...coordinator import MetadataImage, TopicMetadata
+from ...broker.coordinator import MetadataImage, TopicMetadata
 from ...protocol.uuid import Uuid
 
 #: A partition, as the coordinator and the member core identify it.

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...member.events import RequestAssignment
+from ...client.member.events import RequestAssignment
 from .host import CoordinatorHost, coordinator_config
 from .invariants import Checker, Violation
 from .liveness import Convergence, converged, pending_records

@@ -1,0 +1,69 @@
+"""What a request handler works with: the state, the metadata image, configuration, timers, the
+record writer of the current operation, and the soft (non-replayed) state of client-side
+assignment runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ...protocol.uuid import Uuid
+from .assignor_api import ServerAssignor
+from .config import CoordinatorConfig
+from .metadata import MetadataImage
+from .state import CoordinatorState, RecordWriter
+from .timers import Timers
+
+
+@dataclass
+class PreparedSnapshot:
+    """The group as a ConsumerGroupPrepareAssignment response described it, kept to validate the
+    matching install (EXTENSIONS.md §2: validation is against the state of GroupEpoch)."""
+
+    group_epoch: int
+    subscriptions: dict[str, frozenset[Uuid]]
+    partitions: dict[Uuid, int]
+
+
+@dataclass
+class ClientAssignmentRun:
+    """A client-side assignment the coordinator has asked one member to compute."""
+
+    assignor: str
+    chosen_member: str
+    requested_epoch: int
+    deadline_ms: int
+    #: True until the chosen member calls PrepareAssignment (its heartbeats keep telling it).
+    awaiting_prepare: bool = True
+    tried: set[str] = field(default_factory=set)
+    prepared: dict[int, PreparedSnapshot] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """Everything a handler may read; it changes state only through `writer`."""
+
+    state: CoordinatorState
+    image: MetadataImage
+    config: CoordinatorConfig
+    assignors: Mapping[str, ServerAssignor]
+    #: The name of the default server-side assignor (the first configured).
+    default_assignor: str
+    timers: Timers
+    writer: RecordWriter
+    client_runs: dict[str, ClientAssignmentRun]
+    new_member_id: Callable[[], str]
+    now_ms: int
+
+
+# Timer keys.
+def session_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("session", group_id, member_id)
+
+
+def rebalance_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("rebalance", group_id, member_id)
+
+
+def client_assignment_timer(group_id: str) -> tuple[str, str]:
+    return ("client-assignment", group_id)

@@ -1,0 +1,67 @@
+"""Settings of the reference cluster's broker (the group coordinator has its own, `CoordinatorConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import ConfigError
+from ...protocol.headers import DEFAULT_MAX_FRAME_BYTES
+from ..coordinator import CoordinatorConfig
+
+#: The broker's node id: it is node 1, leader of every partition and coordinator of every group.
+NODE_ID = 1
+#: The cluster id Metadata reports.
+DEFAULT_CLUSTER_ID = "kconsumer-reference"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How the reference broker behaves.
+
+    The defaults follow Kafka where Kafka has a setting: ``num.partitions`` (1) for topics created
+    with -1 partitions or auto-created, ``auto.create.topics.enable`` (here **off** by default, so
+    a typo in a topic name is an error rather than a new topic), ``socket.request.max.bytes``.
+    """
+
+    #: Address to listen on. Port 0 picks a free port (see `ReferenceServer.port`).
+    host: str = "127.0.0.1"
+    port: int = 0
+    #: The host Metadata and FindCoordinator tell clients to connect to; None: `host`, or
+    #: 127.0.0.1 when `host` is a wildcard address.
+    advertised_host: str | None = None
+    #: Create unknown topics named in Metadata requests that allow it (``auto.create.topics.enable``).
+    auto_create_topics: bool = False
+    #: Partitions of auto-created topics and of CreateTopics with NumPartitions -1 (``num.partitions``).
+    default_partitions: int = 1
+    #: Per-partition retention by bytes (``retention.bytes``); None keeps everything. When a
+    #: partition grows past it, whole batches are dropped from its start and its log start offset moves.
+    retention_bytes: int | None = None
+    #: Frames announcing more bytes than this close the connection (``socket.request.max.bytes``).
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: Check the CRC-32C of every produced batch (Kafka does; CORRUPT_MESSAGE when it fails).
+    verify_crc: bool = True
+    #: Reported by Metadata.
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    #: The group coordinator's settings.
+    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    #: Keep every record the coordinator writes, which `Broker.fail_over_coordinator` replays.
+    #: The log only grows (each offset commit adds to it), so a long-running server that never
+    #: fails over turns it off.
+    keep_coordinator_log: bool = True
+
+    @property
+    def advertised(self) -> str:
+        """The host clients are told to connect to."""
+        if self.advertised_host:
+            return self.advertised_host
+        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError("port", f"must be between 0 and 65535, got {self.port}")
+        if self.default_partitions <= 0:
+            raise ConfigError("default_partitions", "must be positive")
+        if self.retention_bytes is not None and self.retention_bytes <= 0:
+            raise ConfigError("retention_bytes", "must be positive (or None to keep everything)")
+        if self.max_frame_bytes < 64:
+            raise ConfigError("max_frame_bytes", "must be at least 64")

@@ -1,0 +1,169 @@
+"""ApiVersions (18), Metadata (3) and FindCoordinator (10): how clients discover the cluster.
+
+The cluster is one broker, node 1, at the address it listens on: the leader (epoch 0) and only
+replica of every partition, the controller, and the coordinator of every group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import ErrorCode
+from ...protocol.api import API_SPECS
+from ...protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from ...protocol.messages.metadata import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    COORDINATOR_KEY_TYPE_GROUP,
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from ...protocol.uuid import ZERO_UUID
+from .config import NODE_ID
+from .log import TopicLog, Topics, topic_name_error
+from .produce import LEADER_EPOCH
+
+#: Every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
+#: ALTER_CONFIGS as Kafka's AclOperation bit numbers): nothing is access-controlled here.
+ALL_TOPIC_OPERATIONS = sum(1 << bit for bit in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the broker is reached, as Metadata and FindCoordinator advertise it."""
+
+    host: str
+    port: int
+    cluster_id: str
+
+
+def api_versions_response() -> ApiVersionsResponse:
+    """Exactly the APIs and versions we implement (`API_SPECS`), the extension APIs included."""
+    keys = []
+    for key, spec in sorted(API_SPECS.items()):
+        versions = spec.versions
+        assert versions.hi is not None, spec
+        keys.append(ApiVersion(api_key=key, min_version=versions.lo, max_version=versions.hi))
+    return ApiVersionsResponse(error_code=0, api_keys=keys)
+
+
+_API_VERSIONS = api_versions_response()
+
+
+def handle_api_versions(request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
+    return _API_VERSIONS
+
+
+def handle_metadata(
+    topics: Topics,
+    endpoint: Endpoint,
+    request: MetadataRequest,
+    version: int,
+    *,
+    auto_create: bool,
+    default_partitions: int,
+) -> MetadataResponse:
+    """Brokers and topics; a null topic list (or an empty one in v0) asks for every topic."""
+    include_ops = request.include_topic_authorized_operations
+    described: list[MetadataResponseTopic] = []
+    if request.topics is None or (version == 0 and not request.topics):
+        described = [_describe(topic, include_ops) for topic in topics]
+    else:
+        seen: set[object] = set()
+        allow_create = auto_create and (version < 4 or request.allow_auto_topic_creation)
+        for wanted in request.topics:
+            key = wanted.name if wanted.name is not None else wanted.topic_id
+            if key in seen:
+                continue
+            seen.add(key)
+            if wanted.name is None:
+                topic = topics.get_by_id(wanted.topic_id)
+                if topic is None:
+                    described.append(
+                        MetadataResponseTopic(
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            name=None if version >= 12 else "",
+                            topic_id=wanted.topic_id,
+                        )
+                    )
+                else:
+                    described.append(_describe(topic, include_ops))
+                continue
+            topic = topics.get(wanted.name)
+            if topic is None and topic_name_error(wanted.name) is not None:
+                described.append(
+                    MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=wanted.name)
+                )
+                continue
+            if topic is None and allow_create:
+                topic = topics.create(wanted.name, default_partitions)
+            if topic is None:
+                described.append(
+                    MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name, topic_id=ZERO_UUID
+                    )
+                )
+            else:
+                described.append(_describe(topic, include_ops))
+    return MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=NODE_ID, host=endpoint.host, port=endpoint.port)],
+        cluster_id=endpoint.cluster_id,
+        controller_id=NODE_ID,
+        topics=described,
+    )
+
+
+def _describe(topic: TopicLog, include_ops: bool) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        partitions=[
+            MetadataResponsePartition(
+                error_code=0,
+                partition_index=index,
+                leader_id=NODE_ID,
+                leader_epoch=LEADER_EPOCH,
+                replica_nodes=[NODE_ID],
+                isr_nodes=[NODE_ID],
+            )
+            for index in range(len(topic.partitions))
+        ],
+        topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def handle_find_coordinator(
+    endpoint: Endpoint, request: FindCoordinatorRequest, version: int
+) -> FindCoordinatorResponse:
+    """This broker coordinates every group; transaction and share coordinators do not exist here."""
+    if version >= 4:
+        return FindCoordinatorResponse(
+            coordinators=[_coordinator(endpoint, key, request.key_type) for key in request.coordinator_keys]
+        )
+    found = _coordinator(endpoint, request.key, request.key_type)
+    return FindCoordinatorResponse(
+        error_code=found.error_code,
+        error_message=found.error_message,
+        node_id=found.node_id,
+        host=found.host,
+        port=found.port,
+    )
+
+
+def _coordinator(endpoint: Endpoint, key: str, key_type: int) -> Coordinator:
+    if key_type != COORDINATOR_KEY_TYPE_GROUP:
+        return Coordinator(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message="the reference cluster only has group coordinators",
+        )
+    return Coordinator(key=key, node_id=NODE_ID, host=endpoint.host, port=endpoint.port, error_code=0)

@@ -1,0 +1,97 @@
+"""Produce (0): validate each partition's record batch and append it to the in-memory log.
+
+Like Kafka for Produce v3+: each partition carries exactly one magic-v2 batch (INVALID_RECORD
+otherwise), whose sizes must add up and whose CRC must match (CORRUPT_MESSAGE), and which may not
+exceed ``max.message.bytes`` (MESSAGE_TOO_LARGE). v13 names topics by id. Acks 0, 1 and -1 all
+append at once (a single replica is always in sync); acks 0 gets no response at all.
+"""
+
+from __future__ import annotations
+
+from ...errors import ErrorCode
+from ...protocol.messages.produce import (
+    ACKS_ALL,
+    ACKS_LEADER,
+    ACKS_NONE,
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from .log import InvalidRecords, TopicLog, Topics, validate_records
+
+#: Kafka's ``message.max.bytes`` default (1 MiB plus the record-batch overhead).
+MAX_MESSAGE_BYTES = 1_048_588
+#: The leader epoch of every partition (there is one broker and no leader election).
+LEADER_EPOCH = 0
+
+
+def handle_produce(
+    topics: Topics, request: ProduceRequest, version: int, *, verify_crc: bool = True
+) -> ProduceResponse | None:
+    """Append the request's batches; the response, or None for acks=0."""
+    by_id = version >= 13
+    acks_valid = request.acks in (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
+    responses = []
+    for topic_data in request.topic_data:
+        topic = topics.get_by_id(topic_data.topic_id) if by_id else topics.get(topic_data.name)
+        results = []
+        for data in topic_data.partition_data:
+            if not acks_valid:
+                results.append(_failed(data.index, ErrorCode.INVALID_REQUIRED_ACKS, None))
+            elif request.transactional_id is not None:
+                results.append(
+                    _failed(
+                        data.index,
+                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "the reference cluster does not support transactions",
+                    )
+                )
+            else:
+                results.append(_append(topics, topic, data, by_id, verify_crc))
+        responses.append(
+            TopicProduceResponse(
+                name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results
+            )
+        )
+    if request.acks == ACKS_NONE:
+        return None
+    return ProduceResponse(responses=responses)
+
+
+def _append(
+    topics: Topics, topic: TopicLog | None, data: PartitionProduceData, by_id: bool, verify_crc: bool
+) -> PartitionProduceResponse:
+    if topic is None:
+        code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return _failed(data.index, code, None)
+    if not 0 <= data.index < len(topic.partitions):
+        return _failed(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    partition = topic.partitions[data.index]
+    records = data.records
+    if records is not None and len(records) > MAX_MESSAGE_BYTES:
+        return _failed(
+            data.index,
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"the batch of {len(records)} bytes exceeds the {MAX_MESSAGE_BYTES}-byte limit",
+        )
+    try:
+        blob, headers = validate_records(records, verify_crc)
+    except InvalidRecords as exc:
+        return _failed(data.index, exc.error_code, exc.message)
+    if headers[0].is_transactional:
+        return _failed(
+            data.index, ErrorCode.INVALID_TXN_STATE, "the reference cluster does not support transactions"
+        )
+    base_offset = partition.append(blob, headers, LEADER_EPOCH)
+    return PartitionProduceResponse(
+        index=data.index,
+        error_code=0,
+        base_offset=base_offset,
+        log_start_offset=partition.log_start_offset,
+    )
+
+
+def _failed(index: int, code: int, message: str | None) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=index, error_code=int(code), base_offset=-1, error_message=message)

@@ -1,0 +1,288 @@
+"""The application thread's half of the runtime: executing, in order, the work the member core
+queued for it (`MemberRuntime.app_queue`), inside poll/consume/commit/unsubscribe/close.
+
+Everything that touches the fetch path happens here, so its order relative to the records handed
+to the application is exact: a partition stops (and its position is read) before its revocation
+commit and callback; no record of it is returned after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from ..errors import KConsumerError
+from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
+from .kafka_errors import kafka_exception
+from .listener import ConsumerRebalanceListener
+from .member.effects import (
+    CommitFinished,
+    InvokeCallback,
+    LeaveDone,
+    ReportError,
+    StartFetching,
+    StopFetching,
+)
+from .member.events import CallbackCompleted, FetchingStopped
+from .member.model import CallbackKind, LeaveReason, OffsetReset, PartitionOffset, TopicIdPartition
+from .runtime.member_runtime import AppWork, CollectPositions, MemberRuntime
+
+log = logging.getLogger("kconsumer")
+
+Key = tuple[str, int]
+
+#: Longest time starting partitions may wait for their reset positions (ListOffsets).
+RESET_LOOKUP_TIMEOUT_S = 5.0
+PartitionsCallback = Callable[[Any, list[TopicPartition]], None]
+
+
+@dataclass
+class Callbacks:
+    """The rebalance callbacks registered at subscribe time (confluent-kafka style or a listener)."""
+
+    on_assign: PartitionsCallback | None = None
+    on_revoke: PartitionsCallback | None = None
+    on_lost: PartitionsCallback | None = None
+    listener: ConsumerRebalanceListener | None = None
+    #: ``PartitionAssignor.on_assignment`` runner, set when local assignors are configured.
+    on_assignment: Callable[[InvokeCallback], None] | None = None
+
+    def kinds(self) -> frozenset[CallbackKind]:
+        """The listener callbacks the core must wait for."""
+        if self.listener is not None:
+            return frozenset({CallbackKind.ASSIGNED, CallbackKind.REVOKED, CallbackKind.LOST})
+        kinds = set()
+        if self.on_assign is not None:
+            kinds.add(CallbackKind.ASSIGNED)
+        if self.on_revoke is not None:
+            kinds.update({CallbackKind.REVOKED, CallbackKind.LOST})  # lost goes to on_revoke by default
+        if self.on_lost is not None:
+            kinds.add(CallbackKind.LOST)
+        return frozenset(kinds)
+
+
+@dataclass
+class AppState:
+    """What the application thread knows: owned partitions, errors to raise, finished requests."""
+
+    owned: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    #: Positions of partitions when they stopped, reported again if stopped twice.
+    stopped: dict[Key, PartitionOffset] = field(default_factory=dict)
+    #: Assigned partitions with no committed offset and auto.offset.reset=none: waiting for seek().
+    awaiting_seek: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+    fatal: BaseException | None = None
+    commits: dict[int, CommitFinished] = field(default_factory=dict)
+    leaves: set[LeaveReason] = field(default_factory=set)
+
+
+class AppThread:
+    """Runs the queued work; see the module docstring."""
+
+    def __init__(
+        self, consumer: Any, fetcher: Fetcher | MembershipOnlyFetcher, runtime: MemberRuntime
+    ) -> None:
+        self._consumer = consumer
+        self._fetcher = fetcher
+        self.runtime = runtime
+        self.queue: queue.SimpleQueue[AppWork] = runtime.app_queue
+        self.state = AppState()
+        self.callbacks = Callbacks()
+        self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
+
+    # -- running the queue ------------------------------------------------------------------------
+
+    def idle(self) -> bool:
+        """Nothing to run and nothing to raise: the fast path of poll()."""
+        return self.queue.empty() and not self.state.errors and self.state.fatal is None
+
+    def run(self) -> None:
+        """Execute all queued work, then raise the first pending error (a fatal one every time)."""
+        while True:
+            try:
+                work = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            self._execute(work)
+        self.raise_pending()
+
+    def raise_pending(self) -> None:
+        state = self.state
+        if state.errors:
+            raise kafka_exception(state.errors.pop(0))
+        if state.fatal is not None:
+            raise kafka_exception(state.fatal, fatal=True)
+
+    def _execute(self, work: AppWork) -> None:
+        if isinstance(work, StopFetching):
+            self._stop(work)
+        elif isinstance(work, StartFetching):
+            self._start(work)
+        elif isinstance(work, InvokeCallback):
+            self._callback(work)
+        elif isinstance(work, CollectPositions):
+            offsets = self.positions(work.commit.partitions)
+            self.runtime.commit_positions(work, [offsets[k] for k in sorted(offsets)])
+        elif isinstance(work, CommitFinished):
+            self._commit_finished(work)
+        elif isinstance(work, ReportError):
+            if work.fatal:
+                self.state.fatal = work.error
+                log.error("kconsumer: fatal error: %s", work.error)
+            else:
+                self.state.errors.append(work.error)
+                log.warning("kconsumer: %s", work.error)
+        elif isinstance(work, LeaveDone):
+            self.state.leaves.add(work.reason)
+
+    # -- fetching -----------------------------------------------------------------------------------
+
+    def positions(self, partitions: tuple[TopicIdPartition, ...]) -> dict[Key, PartitionOffset]:
+        """Positions of `partitions`: live ones from the fetch path, else where they stopped."""
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        by_key = {(tp.topic, tp.partition): tp for tp in partitions}
+        live = self._fetcher.positions(keys)
+        result = {}
+        for key in keys:
+            if key in live:
+                offset, epoch = live[key]
+                result[key] = PartitionOffset(by_key[key], offset, epoch)
+            elif key in self.state.stopped:
+                result[key] = self.state.stopped[key]
+        return result
+
+    def _stop(self, work: StopFetching) -> None:
+        positions = self.positions(work.partitions)
+        keys = [(tp.topic, tp.partition) for tp in work.partitions]
+        self._fetcher.unassign(keys)
+        for key in keys:
+            self.state.owned.pop(key, None)
+            self.state.awaiting_seek.pop(key, None)
+            if key in positions:
+                self.state.stopped[key] = positions[key]
+        self.runtime.post(FetchingStopped(work.stop_id, tuple(positions[k] for k in keys if k in positions)))
+
+    def _resolve_resets(self, work: StartFetching) -> dict[Key, int]:
+        """Explicit offsets for the partitions that start at a reset position (EARLIEST/LATEST),
+        from ListOffsets, so librdkafka only ever gets explicit offsets.
+
+        librdkafka 2.16 resolves a logical offset with an offset query that survives an unassign:
+        if the partition is assigned again before that query's timer fires, the timer moves the
+        new position back to the old logical one (a member could re-read a partition from its
+        start, long past its committed offset). Resolving here, as Kafka's Java consumer does,
+        avoids that. If ListOffsets fails, the logical position goes to librdkafka as before."""
+        wanted = {
+            (p.partition.topic, p.partition.partition): (-2 if p.offset is OffsetReset.EARLIEST else -1)
+            for p in work.positions
+            if p.offset is OffsetReset.EARLIEST or p.offset is OffsetReset.LATEST
+        }
+        if not wanted:
+            return {}
+        runtime = self.runtime
+        isolation = (
+            1 if runtime.config.librdkafka_passthrough.get("isolation.level") == "read_committed" else 0
+        )
+        timeout = min(runtime.config.request_timeout_ms / 1000, RESET_LOOKUP_TIMEOUT_S)
+        try:
+            return runtime.call(runtime.network.list_offsets(wanted, isolation), timeout)
+        except Exception as exc:  # the logical position still works, only with librdkafka's lookup
+            log.debug("kconsumer: ListOffsets for reset positions failed (%r); librdkafka resolves them", exc)
+            return {}
+
+    def _start(self, work: StartFetching) -> None:
+        resolved = self._resolve_resets(work)
+        assign = []
+        for position in work.positions:
+            tp = position.partition
+            key = (tp.topic, tp.partition)
+            self.state.owned[key] = tp
+            self.state.stopped.pop(key, None)
+            offset = position.offset
+            if offset is OffsetReset.NONE:
+                self.state.awaiting_seek[key] = tp
+                self.state.errors.append(
+                    KConsumerError(
+                        f"no committed offset for {tp} and auto.offset.reset=none: call seek() to choose "
+                        "where to start"
+                    )
+                )
+                continue
+            if key in resolved:
+                start = resolved[key]
+            elif offset is OffsetReset.EARLIEST:
+                start = RESET_EARLIEST
+            elif offset is OffsetReset.LATEST:
+                start = RESET_LATEST
+            else:
+                assert isinstance(offset, int)
+                start = offset
+            if position.leader_epoch is not None and start >= 0:
+                assign.append(
+                    TopicPartition(tp.topic, tp.partition, start, leader_epoch=position.leader_epoch)
+                )
+            else:
+                assign.append(TopicPartition(tp.topic, tp.partition, start))
+        if assign:
+            self._fetcher.assign(assign)
+
+    def start_after_seek(self, partition: TopicPartition) -> bool:
+        """`seek()` on a partition waiting for a position: start fetching there."""
+        key = (partition.topic, partition.partition)
+        if self.state.awaiting_seek.pop(key, None) is None:
+            return False
+        self._fetcher.assign([TopicPartition(partition.topic, partition.partition, partition.offset)])
+        return True
+
+    # -- callbacks --------------------------------------------------------------------------------
+
+    def _callback(self, work: InvokeCallback) -> None:
+        error: BaseException | None = None
+        try:
+            self._invoke(work)
+        except Exception as exc:
+            error = exc
+            self.state.errors.append(exc)
+            log.error("kconsumer: %s callback raised %r", work.kind.value, exc)
+        self.runtime.post(CallbackCompleted(work.callback_id, error))
+
+    def _invoke(self, work: InvokeCallback) -> None:
+        callbacks = self.callbacks
+        if work.kind is CallbackKind.ASSIGNMENT:
+            if callbacks.on_assignment is not None:
+                callbacks.on_assignment(work)
+            return
+        partitions = [TopicPartition(tp.topic, tp.partition) for tp in work.partitions]
+        listener = callbacks.listener
+        if listener is not None:
+            method = {
+                CallbackKind.ASSIGNED: listener.on_partitions_assigned,
+                CallbackKind.REVOKED: listener.on_partitions_revoked,
+                CallbackKind.LOST: listener.on_partitions_lost,
+            }[work.kind]
+            method(partitions)
+            return
+        function = {
+            CallbackKind.ASSIGNED: callbacks.on_assign,
+            CallbackKind.REVOKED: callbacks.on_revoke,
+            CallbackKind.LOST: callbacks.on_lost or callbacks.on_revoke,
+        }[work.kind]
+        if function is not None:
+            function(self._consumer, partitions)
+
+    # -- commits ---------------------------------------------------------------------------------
+
+    def _commit_finished(self, work: CommitFinished) -> None:
+        if work.token is not None:
+            self.state.commits[work.token] = work
+        if self.on_commit is not None:
+            error = None if work.error is None else kafka_exception(work.error).args[0]
+            partitions = [TopicPartition(tp.topic, tp.partition) for tp in work.partitions]
+            try:
+                self.on_commit(error, partitions)
+            except Exception as exc:
+                self.state.errors.append(exc)

@@ -1,0 +1,451 @@
+"""Consumer configuration: confluent-kafka style keys, validated once, at construction.
+
+``ConsumerConfig.from_dict({...})`` checks every key and value and raises `ConfigError(key, reason)`
+on the first problem: an unknown key (with the closest known keys as a hint), a value of the wrong
+type or out of range, or a combination that cannot work. Booleans and integers may be given as
+Python values or as librdkafka-style strings (``"true"``, ``"5000"``).
+
+Three groups of keys:
+
+**kconsumer's own** (typed fields of `ConsumerConfig`):
+
+====================================  ===========  =========================================
+key                                   default      notes
+====================================  ===========  =========================================
+bootstrap.servers                     (required)   ``host:port[,host:port...]``
+group.id                              None         required to subscribe
+group.protocol                        consumer     ``classic`` is refused (not implemented)
+group.instance.id                     None         static membership
+client.id                             kconsumer
+client.rack                           None         also passed to librdkafka (fetch from follower)
+group.remote.assignor                 None         server-side assignor name (``uniform``, ``range``)
+group.local.assignors                 ()           assignor objects or ``"module:Class"`` strings;
+                                                   exclusive with group.remote.assignor
+max.poll.interval.ms                  300000       also the RebalanceTimeoutMs of the heartbeat
+enable.auto.commit                    true
+auto.commit.interval.ms               5000
+auto.offset.reset                     latest       earliest/latest/none; smallest, beginning ->
+                                                   earliest; largest, end -> latest; error -> none
+retry.backoff.ms                      100
+retry.backoff.max.ms                  1000         >= retry.backoff.ms
+request.timeout.ms                    30000
+socket.connection.setup.timeout.ms    10000        also passed to librdkafka
+on_commit                             None         ``on_commit(err, partitions)``, called by kconsumer
+                                                   for its own commits (librdkafka never commits here)
+====================================  ===========  =========================================
+
+**Refused because the consumer protocol moved them to the broker**, as Kafka's consumer refuses them
+with ``group.protocol=consumer``: ``session.timeout.ms``, ``heartbeat.interval.ms``,
+``partition.assignment.strategy`` (the error says which broker or group setting to use instead).
+
+**Passed through to the inner librdkafka handle** (the fetch path, `librdkafka_passthrough`): the
+keys in `PASSTHROUGH_KEYS` and every key starting with one of `PASSTHROUGH_PREFIXES` (``fetch.``,
+``ssl.``, ``sasl.``, ``socket.``, ``queued.``, ...). kconsumer checks only that their values are
+plain values (or callables for the ``*_cb`` and ``logger`` keys); librdkafka validates them when the
+runtime creates the handle. Keys that would let librdkafka manage the group or the offsets
+(``enable.auto.offset.store``, ``rebalance_cb``, ...) are unknown keys here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from ..assignor import assignor_metadata
+from ..errors import ConfigError
+from .member.model import ClientAssignor, MemberConfig, OffsetReset
+
+MAX_INT32 = 2**31 - 1
+
+
+@runtime_checkable
+class LocalAssignor(Protocol):
+    """What configuration needs from a client-side assignor: a name and a version range, and
+    optionally ``metadata()`` (the member's initial metadata). `kconsumer.PartitionAssignor` is
+    the full interface; the `Consumer` also requires its ``assign(spec)``."""
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+
+
+#: librdkafka keys passed through as they are.
+PASSTHROUGH_KEYS: frozenset[str] = frozenset(
+    {
+        "max.partition.fetch.bytes",
+        "isolation.level",
+        "security.protocol",
+        "client.dns.lookup",
+        "debug",
+        "statistics.interval.ms",
+        "check.crcs",
+        "enable.partition.eof",
+        "broker.address.family",
+        "broker.address.ttl",
+        "connections.max.idle.ms",
+        "message.max.bytes",
+        "receive.message.max.bytes",
+        "log_level",
+        "log.connection.close",
+        "log.queue",
+        "log.thread.name",
+        "logger",
+        "error_cb",
+        "stats_cb",
+        "throttle_cb",
+        "oauth_cb",
+        "enable.ssl.certificate.verification",
+        "enable.sasl.oauthbearer.unsecure.jwt",
+        "allow.auto.create.topics",
+        "plugin.library.paths",
+        "client.software.name",
+        "client.software.version",
+        "enable.metrics.push",
+    }
+)
+
+#: Prefixes of librdkafka keys passed through as they are.
+PASSTHROUGH_PREFIXES: tuple[str, ...] = (
+    "fetch.",
+    "ssl.",
+    "sasl.",
+    "socket.",
+    "queued.",
+    "reconnect.",
+    "topic.metadata.",
+    "metadata.",
+    "api.version.",
+    "https.",
+)
+
+_CALLABLE_PASSTHROUGH = frozenset({"logger", "error_cb", "stats_cb", "throttle_cb", "oauth_cb"})
+
+#: Keys Kafka's consumer refuses with group.protocol=consumer, and what to use instead.
+REFUSED_KEYS: Mapping[str, str] = {
+    "session.timeout.ms": (
+        "not supported with group.protocol=consumer: the session timeout is set on the broker "
+        "(group.consumer.session.timeout.ms) or per group (the group config consumer.session.timeout.ms)"
+    ),
+    "heartbeat.interval.ms": (
+        "not supported with group.protocol=consumer: the coordinator sets the heartbeat interval "
+        "(broker config group.consumer.heartbeat.interval.ms, or the group config "
+        "consumer.heartbeat.interval.ms)"
+    ),
+    "partition.assignment.strategy": (
+        "not supported with group.protocol=consumer: partitions are assigned by the coordinator; choose a "
+        "server-side assignor with group.remote.assignor (one of the broker's group.consumer.assignors, "
+        "for example uniform or range), or a client-side one with group.local.assignors"
+    ),
+}
+
+_OFFSET_RESET: Mapping[str, OffsetReset] = {
+    "earliest": OffsetReset.EARLIEST,
+    "smallest": OffsetReset.EARLIEST,
+    "beginning": OffsetReset.EARLIEST,
+    "latest": OffsetReset.LATEST,
+    "largest": OffsetReset.LATEST,
+    "end": OffsetReset.LATEST,
+    "none": OffsetReset.NONE,
+    "error": OffsetReset.NONE,
+}
+
+# Own integer keys: (field, default, minimum, maximum).
+_INTS: Mapping[str, tuple[str, int, int, int]] = {
+    "max.poll.interval.ms": ("max_poll_interval_ms", 300_000, 1, 86_400_000),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", 5_000, 1, 86_400_000),
+    "retry.backoff.ms": ("retry_backoff_ms", 100, 1, 300_000),
+    "retry.backoff.max.ms": ("retry_backoff_max_ms", 1_000, 1, 300_000),
+    "request.timeout.ms": ("request_timeout_ms", 30_000, 1, 900_000),
+    "socket.connection.setup.timeout.ms": ("socket_connection_setup_timeout_ms", 10_000, 1_000, MAX_INT32),
+}
+_OPTIONAL_STRINGS: Mapping[str, str] = {
+    "group.id": "group_id",
+    "group.instance.id": "group_instance_id",
+    "client.rack": "client_rack",
+    "group.remote.assignor": "group_remote_assignor",
+}
+_OWN_KEYS = frozenset(
+    {
+        "bootstrap.servers",
+        "group.protocol",
+        "client.id",
+        "group.local.assignors",
+        "enable.auto.commit",
+        "auto.offset.reset",
+        "on_commit",
+        *_INTS,
+        *_OPTIONAL_STRINGS,
+    }
+)
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """A validated consumer configuration (see the module docstring for every key)."""
+
+    bootstrap_servers: str
+    group_id: str | None = None
+    group_protocol: str = "consumer"
+    group_instance_id: str | None = None
+    client_id: str = "kconsumer"
+    client_rack: str | None = None
+    group_remote_assignor: str | None = None
+    group_local_assignors: tuple[LocalAssignor, ...] = ()
+    max_poll_interval_ms: int = 300_000
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    auto_offset_reset: OffsetReset = OffsetReset.LATEST
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
+    request_timeout_ms: int = 30_000
+    socket_connection_setup_timeout_ms: int = 10_000
+    on_commit: Callable[..., Any] | None = None
+    librdkafka_passthrough: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any]) -> ConsumerConfig:
+        """Validate confluent-kafka style `config`; raises `ConfigError` naming the first bad key."""
+        if not isinstance(config, Mapping):
+            raise ConfigError("<config>", f"expected a dict of settings, got {type(config).__name__}")
+        values: dict[str, Any] = {}
+        passthrough: dict[str, Any] = {}
+        for key, value in config.items():
+            if not isinstance(key, str):
+                raise ConfigError(repr(key), "configuration keys are strings")
+            if key in REFUSED_KEYS:
+                raise ConfigError(key, REFUSED_KEYS[key])
+            if key in _OWN_KEYS:
+                continue
+            if key in PASSTHROUGH_KEYS or key.startswith(PASSTHROUGH_PREFIXES):
+                passthrough[key] = _passthrough_value(key, value)
+            else:
+                raise ConfigError(key, _unknown(key))
+
+        if "bootstrap.servers" not in config:
+            raise ConfigError("bootstrap.servers", "required (host:port of at least one broker)")
+        values["bootstrap_servers"] = _servers(config["bootstrap.servers"])
+        protocol = _string("group.protocol", config.get("group.protocol", "consumer")).lower()
+        if protocol == "classic":
+            raise ConfigError(
+                "group.protocol",
+                "kconsumer implements only the consumer group protocol (KIP-848) for now: set "
+                "group.protocol=consumer (the default), or use confluent_kafka.Consumer for the "
+                "classic protocol",
+            )
+        if protocol != "consumer":
+            raise ConfigError("group.protocol", f"must be 'consumer' (or 'classic'), got {protocol!r}")
+        values["group_protocol"] = protocol
+        for key, name in _OPTIONAL_STRINGS.items():
+            if config.get(key) is not None:
+                values[name] = _string(key, config[key])
+        if "client.id" in config:
+            values["client_id"] = _string("client.id", config["client.id"])
+        for key, (name, _default, low, high) in _INTS.items():
+            if key in config:
+                values[name] = _integer(key, config[key], low, high)
+        if "enable.auto.commit" in config:
+            values["enable_auto_commit"] = _boolean("enable.auto.commit", config["enable.auto.commit"])
+        if "auto.offset.reset" in config:
+            values["auto_offset_reset"] = _offset_reset(config["auto.offset.reset"])
+        if config.get("on_commit") is not None:
+            if not callable(config["on_commit"]):
+                raise ConfigError("on_commit", "must be callable: on_commit(err, partitions)")
+            values["on_commit"] = config["on_commit"]
+        if config.get("group.local.assignors") is not None:
+            values["group_local_assignors"] = _local_assignors(config["group.local.assignors"])
+
+        if values.get("group_local_assignors") and values.get("group_remote_assignor"):
+            raise ConfigError(
+                "group.local.assignors",
+                "cannot be used together with group.remote.assignor: choose a client-side or a "
+                "server-side assignor",
+            )
+        backoff = values.get("retry_backoff_ms", 100)
+        if values.get("retry_backoff_max_ms", 1_000) < backoff:
+            raise ConfigError("retry.backoff.max.ms", f"must be >= retry.backoff.ms ({backoff})")
+        values["librdkafka_passthrough"] = MappingProxyType(passthrough)
+        return cls(**values)
+
+    def require_group(self) -> str:
+        """The group id; raises `ConfigError` when it is missing (subscribing needs one)."""
+        if self.group_id is None:
+            raise ConfigError("group.id", "required to subscribe (the consumer group to join)")
+        return self.group_id
+
+    def member_config(self, metadata: Mapping[str, tuple[int, bytes]] | None = None) -> MemberConfig:
+        """The member core's configuration. `metadata` gives each local assignor's initial
+        (metadata version, bytes); by default what its ``metadata()`` returns (without one: its
+        maximum version and no bytes)."""
+        metadata = metadata or {}
+        assignors = []
+        for assignor in self.group_local_assignors:
+            if assignor.name in metadata:
+                reason, (version, data) = 0, metadata[assignor.name]
+            else:
+                meta = assignor_metadata(assignor)
+                reason, version, data = meta.reason, meta.version, meta.data
+            assignors.append(
+                ClientAssignor(
+                    assignor.name, assignor.minimum_version, assignor.maximum_version, version, data, reason
+                )
+            )
+        return MemberConfig(
+            group_id=self.require_group(),
+            instance_id=self.group_instance_id,
+            rack_id=self.client_rack,
+            rebalance_timeout_ms=self.max_poll_interval_ms,
+            server_assignor=self.group_remote_assignor,
+            client_assignors=tuple(assignors),
+            auto_commit=self.enable_auto_commit,
+            auto_commit_interval_ms=self.auto_commit_interval_ms,
+            auto_offset_reset=self.auto_offset_reset,
+            retry_backoff_ms=self.retry_backoff_ms,
+            retry_backoff_max_ms=self.retry_backoff_max_ms,
+        )
+
+    def librdkafka_config(self) -> dict[str, Any]:
+        """The configuration of the inner librdkafka handle (manual assign, no group, no offset
+        management): the passthrough keys plus what the fetch path needs from ours."""
+        inner: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "client.id": self.client_id,
+            "socket.connection.setup.timeout.ms": self.socket_connection_setup_timeout_ms,
+            "auto.offset.reset": self.auto_offset_reset.value
+            if self.auto_offset_reset is not OffsetReset.NONE
+            else "error",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+        if self.client_rack is not None:
+            inner["client.rack"] = self.client_rack
+        inner.update(self.librdkafka_passthrough)
+        return inner
+
+
+# -- value parsing ---------------------------------------------------------------------------------
+
+
+def _unknown(key: str) -> str:
+    known = sorted(_OWN_KEYS | PASSTHROUGH_KEYS | set(REFUSED_KEYS))
+    close = difflib.get_close_matches(key, known, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return f"unknown configuration key{hint}"
+
+
+def _string(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(key, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ConfigError(key, "must not be empty")
+    return value
+
+
+def _servers(value: Any) -> str:
+    servers = _string("bootstrap.servers", value)
+    entries = [entry.strip() for entry in servers.split(",")]
+    if any(not entry for entry in entries):
+        raise ConfigError("bootstrap.servers", f"empty entry in {servers!r}")
+    return ",".join(entries)
+
+
+def _integer(key: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(key, f"must be an integer, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.lstrip("-").isdigit():
+            raise ConfigError(key, f"must be an integer, got {value!r}")
+        value = int(text)
+    if not isinstance(value, int):
+        raise ConfigError(key, f"must be an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ConfigError(key, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ConfigError(key, f"must be true or false, got {value!r}")
+
+
+def _offset_reset(value: Any) -> OffsetReset:
+    text = _string("auto.offset.reset", value).strip().lower()
+    try:
+        return _OFFSET_RESET[text]
+    except KeyError:
+        allowed = ", ".join(_OFFSET_RESET)
+        raise ConfigError("auto.offset.reset", f"must be one of {allowed}; got {value!r}") from None
+
+
+def _passthrough_value(key: str, value: Any) -> Any:
+    if key in _CALLABLE_PASSTHROUGH:
+        if not callable(value) and not (key == "logger" and value is not None):
+            raise ConfigError(key, "must be callable")
+        return value
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    raise ConfigError(
+        key, f"must be a string, number or boolean (passed to librdkafka), got {type(value).__name__}"
+    )
+
+
+def _local_assignors(value: Any) -> tuple[LocalAssignor, ...]:
+    key = "group.local.assignors"
+    if isinstance(value, str):
+        items: Iterable[Any] = [item.strip() for item in value.split(",") if item.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        raise ConfigError(key, "must be a list of assignors or of 'module:Class' strings")
+    assignors = [_assignor(item) for item in items]
+    names = [a.name for a in assignors]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(key, f"assignor names must be unique, {', '.join(duplicates)} repeats")
+    return tuple(assignors)
+
+
+def _assignor(item: Any) -> LocalAssignor:
+    key = "group.local.assignors"
+    if isinstance(item, str):
+        module_name, _, attribute = item.partition(":")
+        if not module_name or not attribute:
+            raise ConfigError(key, f"{item!r} is not of the form 'module:Class'")
+        try:
+            target: Any = importlib.import_module(module_name)
+            for part in attribute.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(key, f"cannot import {item!r}: {exc}") from None
+        if isinstance(target, type):
+            try:
+                target = target()
+            except Exception as exc:
+                raise ConfigError(key, f"cannot create {item!r} without arguments: {exc}") from None
+        item = target
+    missing = [a for a in ("name", "minimum_version", "maximum_version") if getattr(item, a, None) is None]
+    if missing:
+        raise ConfigError(key, f"{item!r} is not an assignor: it has no {', '.join(missing)}")
+    name, low, high = item.name, item.minimum_version, item.maximum_version
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(key, f"{item!r}: name must be a non-empty string")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+        raise ConfigError(key, f"assignor {name!r}: minimum_version and maximum_version must be integers")
+    if low < -1 or high < 0 or low > high or high > 32767:
+        raise ConfigError(
+            key,
+            f"assignor {name!r}: needs -1 <= minimum_version <= maximum_version <= 32767, got {low}..{high}",
+        )
+    try:
+        assignor_metadata(item)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(key, f"assignor {name!r}: metadata(): {exc}") from None
+    assignor: LocalAssignor = item
+    return assignor

@@ -1,0 +1,480 @@
+"""`Consumer`: the application-thread facade, with confluent-kafka's method signatures.
+
+Switching from confluent-kafka is meant to be one import: ``from kconsumer import Consumer``.
+Behind it, a background thread runs the KIP-848 member (heartbeats, reconciliation, commits by
+topic id with member id and epoch) and a librdkafka handle in manual-assign mode fetches.
+
+Threading: like confluent-kafka's and Kafka's consumers, one application thread uses a Consumer.
+Rebalance callbacks run on it, inside ``poll()``/``consume()``/``unsubscribe()``/``close()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from ..errors import ConfigError, ErrorCode, KafkaApiError, KConsumerError
+from ..protocol.uuid import ZERO_UUID, Uuid
+from .app_thread import AppThread, Callbacks, PartitionsCallback
+from .config import ConsumerConfig
+from .fetch import Fetcher, MembershipOnlyFetcher
+from .kafka_errors import kafka_exception
+from .listener import ConsumerRebalanceListener
+from .member.errors import COORDINATOR_ERRORS
+from .member.events import Close, CommitRequested, Poll, Subscribe, Unsubscribe
+from .member.model import LeaveReason, PartitionOffset, TopicIdPartition
+from .runtime.background import BackgroundLoop
+from .runtime.client_assignment import LocalAssignors
+from .runtime.connection import TransportError
+from .runtime.member_runtime import MemberRuntime
+from .subscription import SubscriptionPattern
+
+log = logging.getLogger("kconsumer")
+
+#: Longest time poll() waits inside librdkafka before checking for rebalance work.
+IDLE_SLICE_S = 0.05
+#: The same while a rebalance is under way.
+BUSY_SLICE_S = 0.005
+_monotonic = time.monotonic
+_INFINITY = float("inf")
+#: Default time close(), unsubscribe() and synchronous commits may take.
+DEFAULT_API_TIMEOUT_S = 60.0
+
+
+def new_member_id() -> str:
+    """A random Kafka Uuid in its text form, as Kafka's consumer generates (never starting with
+    '-', which command-line tools would take for an option)."""
+    while True:
+        text = str(Uuid(os.urandom(16)))
+        if not text.startswith("-"):
+            return text
+
+
+def _deadline(timeout: float | None) -> float:
+    if timeout is None or timeout < 0:
+        return float("inf")
+    return time.monotonic() + timeout
+
+
+class Consumer:
+    """A Kafka consumer on the KIP-848 consumer group protocol (``group.protocol=consumer``).
+
+    `config` takes confluent-kafka style keys; see `kconsumer.client.config` for the list. An unknown
+    key or a bad value raises `kconsumer.errors.ConfigError` (a ValueError) naming the key.
+    """
+
+    def __init__(self, config: dict[str, Any], *, fetch: bool = True) -> None:
+        """`fetch=False` makes a membership-only consumer: it joins the group, reconciles, runs the
+        callbacks and commits, but fetches no record (`poll` returns None, `position` is where
+        fetching would start). The PySpark source's driver uses it; executors read the records."""
+        self._config = ConsumerConfig.from_dict(config)
+        self._member_id = new_member_id()
+        self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
+        self._fetcher: Fetcher | MembershipOnlyFetcher = (
+            Fetcher(self._config.librdkafka_config(), self._config.group_id)
+            if fetch
+            else MembershipOnlyFetcher()
+        )
+        self._closed = False
+        self._runtime: MemberRuntime | None = None
+        self._app: AppThread | None = None
+        self._background: BackgroundLoop | None = None
+        if self._config.group_id is not None:
+            self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
+            runner = None if self._assignors is None else self._assignors.run
+            self._runtime = MemberRuntime(
+                self._config, self._member_id, self._background, client_assignment=runner
+            )
+            self._app = AppThread(self, self._fetcher, self._runtime)
+            self._app.on_commit = self._config.on_commit
+            if self._assignors is not None:
+                self._app.callbacks.on_assignment = self._on_assignment
+        self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
+        #: When poll()/consume() next tell the core the application polled (monotonic seconds).
+        self._next_poll_note = 0.0
+        self._commit_tokens = 0
+        # poll() hands out buffered records itself (one deque pop: a Python frame per record is
+        # a measurable share of its cost) and asks the fetch path only when the buffer is empty.
+        self._buffer = self._fetcher.buffer
+        self._rd_poll = self._fetcher.poll
+        self._rd_consume = self._fetcher.consume
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _group(self) -> tuple[MemberRuntime, AppThread]:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+        if self._runtime is None or self._app is None:
+            raise ConfigError("group.id", "required to subscribe and commit (the consumer group to join)")
+        return self._runtime, self._app
+
+    def close(self, timeout: float | None = None) -> None:
+        """Commit (if auto-commit), revoke, leave the group (epoch -2 for a static member, so its
+        partitions wait for it through the session timeout), then release every resource.
+
+        Waits at most `timeout` seconds (default 60) for the group; if the coordinator cannot be
+        reached by then, it gives up quietly (a warning is logged), as Kafka's consumer does: the
+        coordinator removes the member after its session timeout."""
+        if self._closed:
+            return
+        try:
+            if self._runtime is not None and self._app is not None:
+                self._runtime.post(Close())
+                try:
+                    self._wait(
+                        lambda app: LeaveReason.CLOSE in app.state.leaves,
+                        DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
+                        raise_errors=False,
+                    )
+                except KafkaException as exc:
+                    log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
+        finally:
+            self._closed = True
+            if self._runtime is not None:
+                self._runtime.shutdown()
+            if self._assignors is not None:
+                self._assignors.close()
+            self._fetcher.close()
+            if self._background is not None:
+                self._background.stop()
+
+    # -- subscription --------------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: Sequence[str] | SubscriptionPattern,
+        on_assign: PartitionsCallback | None = None,
+        on_revoke: PartitionsCallback | None = None,
+        on_lost: PartitionsCallback | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Subscribe to topic names or to a `SubscriptionPattern` (replacing any subscription).
+
+        As in confluent-kafka, a topic name starting with ``^`` is a regular expression; several
+        are combined with ``|``. Names and patterns cannot be mixed (the KIP-848 protocol carries
+        one or the other). Callbacks are confluent-kafka style ``f(consumer, partitions)``;
+        `listener` is a `ConsumerRebalanceListener` instead (not both). They are notifications:
+        the consumer assigns and revokes by itself.
+        """
+        runtime, app = self._group()
+        if listener is not None and any(cb is not None for cb in (on_assign, on_revoke, on_lost)):
+            raise ValueError("pass either a listener or on_assign/on_revoke/on_lost callbacks, not both")
+        names, pattern = _subscription(topics)
+        app.callbacks = Callbacks(on_assign, on_revoke, on_lost, listener, app.callbacks.on_assignment)
+        runtime.post(Subscribe(topics=names, pattern=pattern, callbacks=app.callbacks.kinds()))
+
+    def unsubscribe(self) -> None:
+        """Commit (if auto-commit), revoke and leave the group (epoch -1); blocks until done."""
+        runtime, app = self._group()
+        app.state.leaves.discard(LeaveReason.UNSUBSCRIBE)
+        runtime.post(Unsubscribe())
+        self._wait(lambda a: LeaveReason.UNSUBSCRIBE in a.state.leaves, DEFAULT_API_TIMEOUT_S)
+
+    def enforce_rebalance(self) -> None:
+        """Does nothing: with the consumer protocol the coordinator decides when to rebalance (as
+        in Kafka's new consumer). A client-side assignor can ask with `request_assignment`."""
+        log.warning("enforce_rebalance() has no effect with group.protocol=consumer")
+
+    # -- client-side assignors (group.local.assignors) -------------------------------------------
+
+    def _local_assignors(self) -> tuple[MemberRuntime, LocalAssignors]:
+        runtime, _app = self._group()
+        if self._assignors is None:
+            raise RuntimeError("this consumer has no client-side assignor (group.local.assignors)")
+        return runtime, self._assignors
+
+    def update_assignor_metadata(self, name: str | None = None) -> None:
+        """Read ``metadata()`` of the local assignor `name` (every one when None) again and
+        announce it in the next heartbeat. A new version or new bytes, or a non-zero reason,
+        make the coordinator compute a new assignment (EXTENSIONS.md §3.3)."""
+        runtime, assignors = self._local_assignors()
+        for event in assignors.metadata_events(name):
+            runtime.post(event)
+
+    def request_assignment(self, reason: int = 1) -> None:
+        """Ask for a new assignment: the next heartbeat carries `reason` (a non-zero int8, the
+        assignor sees it in `AssignmentMemberSpec.reason`) with the local assignors."""
+        runtime, assignors = self._local_assignors()
+        runtime.post(assignors.request_event(reason))
+
+    def _on_assignment(self, work: Any) -> None:
+        """``PartitionAssignor.on_assignment`` (an ASSIGNMENT callback, on this thread)."""
+        if self._assignors is not None and self._runtime is not None:
+            self._assignors.on_assignment(work, self._runtime.member_epoch)
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def _note_poll(self, now: float) -> None:
+        """Tell the core the application polled (the caller checked `_next_poll_note`)."""
+        if self._runtime is not None:
+            self._next_poll_note = now + self._poll_note_interval_s
+            self._runtime.post(Poll())
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record (a confluent-kafka `Message`, maybe an error event), or None after
+        `timeout` seconds (None or negative: wait forever). Runs pending rebalance callbacks and
+        raises pending errors (wrapped in KafkaException) first."""
+        app = self._app
+        if app is not None:
+            now = _monotonic()
+            if now >= self._next_poll_note:
+                self._note_poll(now)
+            if not app.idle():
+                app.run()
+        elif self._closed:
+            raise RuntimeError("Consumer closed")
+        buffer = self._buffer
+        if buffer:
+            return buffer.popleft()
+        if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
+            return self._rd_poll(timeout)
+        message = self._rd_poll(IDLE_SLICE_S)
+        if message is not None:
+            return message
+        deadline = _deadline(timeout)
+        while True:
+            if app is not None:
+                now = _monotonic()
+                if now >= self._next_poll_note:
+                    self._note_poll(now)
+                if not app.idle():
+                    app.run()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            busy = self._runtime is not None and self._runtime.busy
+            message = self._rd_poll(min(remaining, BUSY_SLICE_S if busy else IDLE_SLICE_S))
+            if message is not None:
+                return message
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Up to `num_messages` records, returned as soon as some are available or after
+        `timeout` seconds (negative or None: wait until some arrive)."""
+        if not 1 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 1 and 1000000")
+        app = self._app
+        deadline = None
+        runtime = self._runtime
+        while True:
+            now = _monotonic()
+            if app is not None:
+                if now >= self._next_poll_note:
+                    self._note_poll(now)
+                if not app.idle():
+                    app.run()
+                    now = _monotonic()  # callbacks may have taken a while: the wait starts after them
+            elif self._closed:
+                raise RuntimeError("Consumer closed")
+            if deadline is None:
+                if timeout is None or timeout < 0:
+                    deadline, remaining = _INFINITY, IDLE_SLICE_S
+                else:
+                    deadline, remaining = now + timeout, timeout
+            else:
+                remaining = deadline - now
+                if remaining <= 0:
+                    return []
+            slice_s = BUSY_SLICE_S if runtime is not None and runtime.busy else IDLE_SLICE_S
+            messages: list[Message] = self._rd_consume(
+                num_messages, remaining if remaining < slice_s else slice_s
+            )
+            if messages:
+                return messages
+
+    # -- offsets -----------------------------------------------------------------------------------
+
+    def _topic_id_partition(self, topic: str, partition: int) -> TopicIdPartition:
+        runtime, app = self._group()
+        owned = app.state.owned.get((topic, partition))
+        if owned is not None:
+            return owned
+        topic_id = runtime.network.topic_ids.get(topic, ZERO_UUID)
+        return TopicIdPartition(topic_id, topic, partition)
+
+    def commit(
+        self,
+        message: Message | None = None,
+        offsets: Sequence[TopicPartition] | None = None,
+        asynchronous: bool = True,
+    ) -> list[TopicPartition] | None:
+        """Commit offsets to the group with this member's id and epoch (confluent-kafka semantics):
+        `message` commits its offset + 1; `offsets` are the next offsets to consume; with neither,
+        the current positions of every owned partition. Synchronous commits return the committed
+        partitions or raise KafkaException; offsets of partitions this member does not own are
+        never committed (CommitFailedError)."""
+        runtime, app = self._group()
+        if message is not None and offsets is not None:
+            raise ValueError("pass either message or offsets, not both")
+        if message is not None:
+            if message.error() is not None:
+                raise ValueError("cannot commit an error event")
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if topic is None or partition is None or offset is None:
+                raise ValueError("the message has no topic, partition or offset")
+            offsets = [TopicPartition(topic, partition, offset + 1)]
+        if offsets is None:
+            owned = tuple(app.state.owned.values())
+            explicit = tuple(app.positions(owned).values())
+        else:
+            explicit = tuple(
+                PartitionOffset(
+                    self._topic_id_partition(tp.topic, tp.partition),
+                    tp.offset,
+                    tp.leader_epoch if tp.leader_epoch is not None and tp.leader_epoch >= 0 else None,
+                    tp.metadata or "",
+                )
+                for tp in offsets
+            )
+        if not explicit:
+            if asynchronous:
+                return None
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
+        self._commit_tokens += 1
+        token = self._commit_tokens
+        runtime.post(CommitRequested(token, explicit, sync=not asynchronous))
+        if asynchronous:
+            return None
+        self._wait(lambda a: token in a.state.commits, DEFAULT_API_TIMEOUT_S)
+        finished = app.state.commits.pop(token)
+        if finished.error is not None:
+            raise kafka_exception(finished.error)
+        by_key = {(o.partition.topic, o.partition.partition): o.offset for o in explicit}
+        return [
+            TopicPartition(tp.topic, tp.partition, by_key.get((tp.topic, tp.partition), -1001))
+            for tp in finished.partitions
+        ]
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        """The group's committed offsets of `partitions` (offset -1001 when none)."""
+        runtime, _app = self._group()
+        assert self._background is not None
+        deadline = time.monotonic() + (DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout)
+        # Retriable and coordinator errors (and lost connections) are retried until the timeout,
+        # as Kafka's committed() does.
+        while True:
+            future = self._background.submit(
+                runtime.committed_offsets([(tp.topic, tp.partition) for tp in partitions])
+            )
+            try:
+                error, offsets = future.result(max(0.0, deadline - time.monotonic()))
+            except KConsumerError as exc:
+                retriable = isinstance(exc, TransportError) or (
+                    isinstance(exc, KafkaApiError) and _retriable(exc.code)
+                )
+                if not retriable or time.monotonic() >= deadline:
+                    raise kafka_exception(exc) from None
+                error, offsets = ErrorCode.NETWORK_EXCEPTION, ()
+            except TimeoutError:
+                future.cancel()
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
+            if not (error and _retriable(error)) or time.monotonic() >= deadline:
+                break
+            time.sleep(min(self._config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+        if error and error not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            raise kafka_exception(KConsumerError(f"OffsetFetch failed: {error.name}"))
+        found = {(o.partition.topic, o.partition.partition): o for o in offsets}
+        result = []
+        for tp in partitions:
+            offset = found.get((tp.topic, tp.partition))
+            value = offset.offset if offset is not None and offset.offset >= 0 else -1001
+            result.append(TopicPartition(tp.topic, tp.partition, value))
+        return result
+
+    def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """The offset of the next record the application will get, per partition."""
+        return self._fetcher.position_of(partitions)
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Fetch `partition` from `partition.offset` on (it must be assigned to this consumer)."""
+        if self._app is not None and self._app.start_after_seek(partition):
+            return
+        self._fetcher.seek(partition)
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop returning records of `partitions` (they stay assigned)."""
+        self._fetcher.pause(partitions)
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """Undo `pause`."""
+        self._fetcher.resume(partitions)
+
+    # -- introspection --------------------------------------------------------------------------------
+
+    def assignment(self) -> list[TopicPartition]:
+        """The partitions this consumer owns now."""
+        if self._app is None:
+            return []
+        return [TopicPartition(t, p) for t, p in sorted(self._app.state.owned)]
+
+    def memberid(self) -> str:
+        """This member's id (generated by the client, kept for the life of the consumer)."""
+        return self._member_id
+
+    def member_epoch(self) -> int:
+        """The current member epoch (0 when not in a group)."""
+        return 0 if self._runtime is None else self._runtime.member_epoch
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Cluster metadata (confluent-kafka's ClusterMetadata)."""
+        if isinstance(self._fetcher, MembershipOnlyFetcher):
+            raise RuntimeError("list_topics() needs the fetch path (this consumer has fetch=False)")
+        return self._fetcher.list_topics(topic, timeout)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _wait(self, done: Any, timeout: float, raise_errors: bool = True) -> None:
+        """Run the application-thread work until `done(app)` or `timeout` seconds."""
+        runtime, app = self._group()
+        deadline = time.monotonic() + timeout
+        while not done(app):
+            if time.monotonic() > deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
+            try:
+                app.run()
+            except KafkaException:
+                if raise_errors:
+                    raise
+                if app.state.fatal is not None:
+                    return
+            if not done(app):
+                time.sleep(BUSY_SLICE_S)
+        del runtime
+
+
+def _retriable(code: ErrorCode) -> bool:
+    """Whether an OffsetFetch error is worth retrying (the coordinator moved, loads, or a glitch)."""
+    return code.retriable or code in COORDINATOR_ERRORS
+
+
+def _subscription(topics: Sequence[str] | SubscriptionPattern) -> tuple[tuple[str, ...], str | None]:
+    """(names, pattern) of a subscribe() argument."""
+    if isinstance(topics, SubscriptionPattern):
+        return (), topics.pattern
+    if isinstance(topics, str):
+        raise TypeError("subscribe() takes a list of topic names (or a SubscriptionPattern), not a string")
+    names = list(topics)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError("subscribe() needs a non-empty list of non-empty topic names")
+    regexes = [n for n in names if n.startswith("^")]
+    if regexes and len(regexes) != len(names):
+        raise ValueError(
+            "cannot mix topic names and regular expressions ('^...') in one subscription: the "
+            "consumer group protocol carries one or the other"
+        )
+    if regexes:
+        pattern = regexes[0] if len(regexes) == 1 else "|".join(f"(?:{r})" for r in regexes)
+        return (), SubscriptionPattern(pattern).pattern
+    return tuple(dict.fromkeys(names)), None

@@ -1,0 +1,181 @@
+"""Effects: what the member core asks its runtime to do, as small frozen dataclasses.
+
+``MemberCore.handle`` returns a list of effects; the runtime executes them **in list order** and
+reports outcomes back as events (see `kconsumer.client.member.events`). The order carries meaning: a
+`StopFetching` always precedes the commit and the callback of the same partitions, so no record of
+a revoked or lost partition reaches the application after its callback.
+
+Request ids (heartbeats, commits, offset fetches) and callback ids come from one counter per core
+and are never reused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import KConsumerError
+from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
+from ...protocol.uuid import Uuid
+from .model import (
+    AssignmentMetadata,
+    CallbackKind,
+    CommitReason,
+    FetchPosition,
+    LeaveReason,
+    PartitionOffset,
+    TopicIdPartition,
+)
+
+
+class Effect:
+    """Base class of every effect."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class SendHeartbeat(Effect):
+    """Send `request` to the group coordinator at ConsumerGroupHeartbeat `version`.
+
+    Answer with `HeartbeatResponseReceived(request_id, ...)` or `HeartbeatFailed(request_id, ...)`
+    (never both); the core keeps at most one heartbeat in flight. `leave` marks the leave
+    heartbeat (epoch -1/-2): its answer only ends the leave.
+    """
+
+    request_id: int
+    request: ConsumerGroupHeartbeatRequest
+    version: int
+    leave: bool = False
+
+
+@dataclass(frozen=True)
+class FindCoordinator(Effect):
+    """Forget the current group coordinator and look it up again (FindCoordinator) before sending
+    the next group request; requests already emitted wait for the new coordinator."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class RefreshMetadata(Effect):
+    """Fetch Metadata for these topics and report `MetadataUpdated` with the id -> name pairs
+    learnt. `topic_ids` are assigned topics whose names are unknown; `topic_names` are newly
+    subscribed topics (warming the cache so their assignment resolves at once)."""
+
+    topic_ids: tuple[Uuid, ...] = ()
+    topic_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InvokeCallback(Effect):
+    """Run an application callback on the application thread, inside its next poll()/consume()
+    (or close()), then report `CallbackCompleted(callback_id, error)`.
+
+    For ASSIGNMENT (``PartitionAssignor.on_assignment``) `partitions` is the member's resolved
+    target and `assignment_metadata` what the assignor computed for it; for the listener kinds
+    `partitions` is the set being assigned, revoked or lost (ASSIGNED may be empty once, for an
+    empty first assignment after joining). Only kinds registered with `Subscribe.callbacks` (and
+    ASSIGNMENT when local assignors are configured) are ever asked for. If the callback raises,
+    the facade raises the error from that poll and still reports `CallbackCompleted`.
+    """
+
+    callback_id: int
+    kind: CallbackKind
+    partitions: tuple[TopicIdPartition, ...]
+    assignment_metadata: AssignmentMetadata | None = None
+
+
+@dataclass(frozen=True)
+class StopFetching(Effect):
+    """Stop fetching these partitions (incremental unassign) and drop their buffered records: from
+    now on, no record of them may be handed to the application.
+
+    The runtime does it on the application thread (inside poll/consume/close, in effect order),
+    reads each partition's position just before (the offset of the next record the application
+    would get) and reports `FetchingStopped(stop_id, positions)`. Until then the core does not
+    commit, call back or acknowledge the revocation: the coordinator must not hand a partition to
+    another member while this one may still return its records.
+    """
+
+    stop_id: int
+    partitions: tuple[TopicIdPartition, ...]
+
+
+@dataclass(frozen=True)
+class StartFetching(Effect):
+    """Start fetching these partitions (incremental assign) at the given positions: a committed
+    offset, or a logical reset position (EARLIEST/LATEST, or NONE = raise an error from poll)."""
+
+    positions: tuple[FetchPosition, ...]
+
+
+@dataclass(frozen=True)
+class CommitOffsets(Effect):
+    """Send an OffsetCommit with `member_id` and `member_epoch` (and the configured group id and
+    instance id), then report `CommitResult(request_id, ...)`.
+
+    `offsets` are explicit offsets; when it is None, commit the **current positions** of
+    `partitions` (skipping any without a position yet; if none has one, report success without
+    sending anything). Only partitions the member owns at the time of this effect are listed.
+    """
+
+    request_id: int
+    reason: CommitReason
+    member_id: str
+    member_epoch: int
+    partitions: tuple[TopicIdPartition, ...]
+    offsets: tuple[PartitionOffset, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CommitFinished(Effect):
+    """A commit is over (after any retries): tell the application (``commit()`` result,
+    ``on_commit``). `request_id` is its last attempt (None if none was sent: nothing was left to
+    commit); `skipped` are requested partitions not committed because the member does not own
+    them. Automatic commits (AUTO, REVOCATION, CLOSE) are reported too, with `token` None."""
+
+    commit_id: int
+    reason: CommitReason
+    token: int | None
+    request_id: int | None
+    partitions: tuple[TopicIdPartition, ...]
+    skipped: tuple[TopicIdPartition, ...] = ()
+    error: KConsumerError | None = None
+
+
+@dataclass(frozen=True)
+class FetchCommittedOffsets(Effect):
+    """Send an OffsetFetch for `partitions` with `member_id` and `member_epoch`, then report
+    `OffsetFetchResult(request_id, ...)`."""
+
+    request_id: int
+    member_id: str
+    member_epoch: int
+    partitions: tuple[TopicIdPartition, ...]
+
+
+@dataclass(frozen=True)
+class ComputeClientAssignment(Effect):
+    """This member was chosen to compute the group's assignment with its local assignor at
+    `member_epoch`: run ConsumerGroupPrepareAssignment, ``assign()``, ConsumerGroupInstallAssignment
+    (on the background thread) and report `ClientAssignmentResult(member_epoch, ...)`."""
+
+    member_epoch: int
+
+
+@dataclass(frozen=True)
+class ReportError(Effect):
+    """Raise `error` to the application from its next poll(). `fatal` errors end the member (FATAL):
+    every later poll raises it again."""
+
+    error: KConsumerError
+    fatal: bool
+
+
+@dataclass(frozen=True)
+class LeaveDone(Effect):
+    """The `Unsubscribe` or `Close` asked for is complete (the leave heartbeat was answered or
+    failed, or there was nothing to leave). Exactly one follows each request; several requests
+    made while one leave is running are all answered by the same `LeaveDone`."""
+
+    reason: LeaveReason

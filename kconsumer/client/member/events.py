@@ -1,0 +1,196 @@
+"""Events: everything that happens to the member core, as small frozen dataclasses.
+
+The runtime calls ``MemberCore.handle(event, now_ms)`` for each of them and executes the effects it
+gets back. Request ids, callback ids and commit ids in events are the ones the core put in the
+effects that started them; an event whose id the core no longer waits for is ignored (a late or
+duplicated answer).
+
+Who sends what:
+
+* the application (through the consumer facade): `Subscribe`, `Unsubscribe`, `Poll`, `Close`,
+  `CommitRequested`, `AssignorMetadataUpdated`, `RequestAssignment`, `CallbackCompleted`,
+  `FetchingStopped`;
+* the runtime's network side: `HeartbeatResponseReceived`, `HeartbeatFailed`, `CommitResult`,
+  `OffsetFetchResult`, `MetadataUpdated`, `CoordinatorCapabilities`, `ClientAssignmentResult`;
+* the runtime's clock: `Tick` (when ``next_deadline`` is reached).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...errors import ErrorCode
+from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
+from ...protocol.uuid import Uuid
+from .model import CallbackKind, PartitionOffset
+
+
+class Event:
+    """Base class of every event."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Subscribe(Event):
+    """Subscribe to topic names or to one pattern (RE2, validated by the caller); replaces any
+    previous subscription. No topics and no pattern means `Unsubscribe`.
+
+    `callbacks` lists the rebalance-listener callbacks the application registered: the core only
+    emits `InvokeCallback` for those, so a consumer without a listener never waits for a poll.
+    """
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    callbacks: frozenset[CallbackKind] = frozenset()
+
+
+@dataclass(frozen=True)
+class Unsubscribe(Event):
+    """Leave the group (epoch -1, after committing and revoking the owned partitions)."""
+
+
+@dataclass(frozen=True)
+class Close(Event):
+    """Close the consumer: commit (if auto-commit), revoke, leave (epoch -2 for a static member).
+
+    `deadline_ms` bounds the commit retries; the core answers with exactly one `LeaveDone`.
+    """
+
+    deadline_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Poll(Event):
+    """The application called poll()/consume(): resets the max.poll.interval.ms timer and makes a
+    STALE member rejoin. Deliver it at the start of the poll, before the callbacks it runs."""
+
+
+@dataclass(frozen=True)
+class Tick(Event):
+    """Time passed (``next_deadline`` was reached). Every event also runs the timers."""
+
+
+@dataclass(frozen=True)
+class HeartbeatResponseReceived(Event):
+    """The coordinator answered the heartbeat `request_id` (with or without an error code)."""
+
+    request_id: int
+    response: ConsumerGroupHeartbeatResponse
+
+
+@dataclass(frozen=True)
+class HeartbeatFailed(Event):
+    """The heartbeat `request_id` got no response: disconnected, timed out (the runtime enforces
+    ``request.timeout.ms``), or could not be sent.
+
+    `error` says why: NETWORK_EXCEPTION or REQUEST_TIMED_OUT (retried), or a non-retriable code
+    when the runtime knows the request can never succeed (for example UNSUPPORTED_VERSION when
+    the broker does not offer ConsumerGroupHeartbeat at all).
+    """
+
+    request_id: int
+    error: ErrorCode = ErrorCode.NETWORK_EXCEPTION
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class MetadataUpdated(Event):
+    """Topic names the runtime learnt from Metadata (by topic id); merged into the core's cache."""
+
+    topic_names: Mapping[Uuid, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CallbackCompleted(Event):
+    """The callback `callback_id` ran on the application thread. `error` is what it raised, if
+    anything (the facade raises it from poll itself; the core only goes on, see `reconciler`)."""
+
+    callback_id: int
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class FetchingStopped(Event):
+    """The application thread stopped fetching the partitions of `StopFetching(stop_id)`;
+    `positions` are their positions at that moment (partitions with no position are left out)."""
+
+    stop_id: int
+    positions: tuple[PartitionOffset, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommitRequested(Event):
+    """The application commits: explicit `offsets`, or the current positions of every owned
+    partition when `offsets` is None. `token` is the runtime's handle, returned in `CommitFinished`.
+
+    `sync` commits retry retriable errors and (a few times) stale epochs until `deadline_ms`
+    (default ``now + default_api_timeout_ms``); async commits are sent once.
+    """
+
+    token: int
+    offsets: tuple[PartitionOffset, ...] | None = None
+    sync: bool = True
+    deadline_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class CommitResult(Event):
+    """The outcome of the OffsetCommit `request_id`: its first partition or top-level error (NONE on
+    success), or NETWORK_EXCEPTION / REQUEST_TIMED_OUT when no response came."""
+
+    request_id: int
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class OffsetFetchResult(Event):
+    """The outcome of the OffsetFetch `request_id`: committed offsets (offset -1 or a missing
+    partition = none committed) or an error, as for `CommitResult`."""
+
+    request_id: int
+    error: ErrorCode = ErrorCode.NONE
+    offsets: tuple[PartitionOffset, ...] = ()
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ClientAssignmentResult(Event):
+    """How the client-side assignment asked by `ComputeClientAssignment(member_epoch)` ended
+    (Prepare/assign/Install run by the runtime): NONE, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
+    INVALID_REQUEST (with the coordinator's message), or another code."""
+
+    member_epoch: int
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class AssignorMetadataUpdated(Event):
+    """A local assignor's member metadata changed; sent in the next heartbeat (EXTENSIONS.md §3.3:
+    new metadata asks for a new assignment)."""
+
+    name: str
+    metadata_version: int
+    metadata_bytes: bytes
+    reason: int = 0
+
+
+@dataclass(frozen=True)
+class RequestAssignment(Event):
+    """The application asks for a new assignment: sets a non-zero Reason on the local assignors
+    (sent in the next heartbeat, then reset to 0 once the coordinator has seen it)."""
+
+    reason: int = 1
+
+
+@dataclass(frozen=True)
+class CoordinatorCapabilities(Event):
+    """What the coordinator supports, from its ApiVersions: the highest ConsumerGroupHeartbeat
+    version both sides speak (0 or 1), and whether it offers the client-side-assignor APIs (key
+    32000). Until this event the core assumes version 1 and support."""
+
+    heartbeat_version: int = 1
+    client_assignors: bool = True

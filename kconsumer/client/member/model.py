@@ -1,0 +1,206 @@
+"""Value types shared by the member core's events, effects and modules.
+
+All of them are small frozen dataclasses or enums: they cross the boundary between the sans-IO core
+and the runtime that executes its effects.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ...protocol.uuid import Uuid
+
+
+@dataclass(frozen=True)
+class TopicIdPartition:
+    """One partition, by topic id and (resolved) topic name.
+
+    Identity is the whole triple; the core never has two names for one topic id.
+    """
+
+    topic_id: Uuid
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> tuple[Uuid, int]:
+        """(topic id, partition): how the coordinator identifies it."""
+        return (self.topic_id, self.partition)
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def sort_partitions(partitions: Iterable[TopicIdPartition]) -> tuple[TopicIdPartition, ...]:
+    """A deterministic order: by topic name, then partition, then topic id."""
+    return tuple(sorted(partitions, key=lambda tp: (tp.topic, tp.partition, tp.topic_id.bytes)))
+
+
+class OffsetReset(enum.Enum):
+    """What to do for a partition without a committed offset (``auto.offset.reset``)."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    NONE = "none"
+    """Raise an error to the application (the runtime raises it from poll)."""
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    """An offset for a partition: to commit, or as read back by OffsetFetch (-1 = none committed)."""
+
+    partition: TopicIdPartition
+    offset: int
+    leader_epoch: int | None = None
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class FetchPosition:
+    """Where the fetch path starts a partition: a committed offset, or a logical reset position."""
+
+    partition: TopicIdPartition
+    offset: int | OffsetReset
+    leader_epoch: int | None = None
+
+
+class CallbackKind(enum.Enum):
+    """The application callbacks the core asks the runtime to run (on the application thread)."""
+
+    ASSIGNMENT = "on_assignment"
+    """``PartitionAssignor.on_assignment(metadata, partitions)`` of the local assignor, once per epoch."""
+    ASSIGNED = "on_partitions_assigned"
+    REVOKED = "on_partitions_revoked"
+    LOST = "on_partitions_lost"
+
+
+#: The rebalance-listener callbacks (the ones an application registers at subscribe time).
+LISTENER_CALLBACKS: frozenset[CallbackKind] = frozenset(
+    {CallbackKind.ASSIGNED, CallbackKind.REVOKED, CallbackKind.LOST}
+)
+
+
+class CommitReason(enum.Enum):
+    """Why a commit is made; decides its retry rules (see `kconsumer.client.member.commits`)."""
+
+    AUTO = "auto"
+    """Periodic auto-commit (``auto.commit.interval.ms``)."""
+    REVOCATION = "revocation"
+    """Auto-commit of partitions about to be revoked (reconciliation or unsubscribe)."""
+    CLOSE = "close"
+    """Auto-commit of every owned partition on close."""
+    USER_SYNC = "user_sync"
+    """``Consumer.commit(asynchronous=False)``."""
+    USER_ASYNC = "user_async"
+    """``Consumer.commit(asynchronous=True)``."""
+
+
+class LeaveReason(enum.Enum):
+    """Why the member leaves its group."""
+
+    UNSUBSCRIBE = "unsubscribe"
+    CLOSE = "close"
+    POLL_EXPIRED = "poll_expired"
+    """``max.poll.interval.ms`` elapsed without a poll: partitions are lost, the member goes STALE."""
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Topic names or one pattern (RE2 syntax, validated by the caller). Exactly one is used."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pattern is not None and self.topics:
+            raise ValueError("a subscription is either topic names or one pattern, not both")
+        if self.pattern == "":
+            raise ValueError("an empty pattern subscribes to nothing: use unsubscribe")
+
+    @property
+    def is_empty(self) -> bool:
+        """True when it subscribes to nothing."""
+        return self.pattern is None and not self.topics
+
+
+@dataclass(frozen=True)
+class ClientAssignor:
+    """A local (client-side) assignor as the heartbeat announces it (EXTENSIONS.md §1).
+
+    `name`, `minimum_version` and `maximum_version` come from the configured assignor; `reason`,
+    `metadata_version` and `metadata_bytes` are its current member metadata.
+    """
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+    metadata_version: int
+    metadata_bytes: bytes = b""
+    reason: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a client assignor needs a name")
+        if self.minimum_version < -1 or self.maximum_version < 0:
+            raise ValueError(f"assignor {self.name}: minimum_version >= -1 and maximum_version >= 0")
+        if self.minimum_version > self.maximum_version:
+            raise ValueError(f"assignor {self.name}: minimum_version > maximum_version")
+        if not self.minimum_version <= self.metadata_version <= self.maximum_version:
+            raise ValueError(
+                f"assignor {self.name}: metadata version {self.metadata_version} is outside "
+                f"[{self.minimum_version}, {self.maximum_version}]"
+            )
+        if not -128 <= self.reason <= 127:
+            raise ValueError(f"assignor {self.name}: reason {self.reason} is not an int8")
+
+
+@dataclass(frozen=True)
+class AssignmentMetadata:
+    """What the client-side assignor computed for this member (response tag 10001)."""
+
+    error: int
+    metadata_version: int
+    metadata_bytes: bytes
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    """The configuration the member core needs (built from `ConsumerConfig` by the runtime).
+
+    `rebalance_timeout_ms` is ``max.poll.interval.ms``: it is both the RebalanceTimeoutMs the
+    heartbeat announces and the poll timer after which the member leaves and goes STALE.
+    """
+
+    group_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = 300_000
+    server_assignor: str | None = None
+    client_assignors: tuple[ClientAssignor, ...] = ()
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    auto_offset_reset: OffsetReset = OffsetReset.LATEST
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
+    default_api_timeout_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            raise ValueError("the member core needs a group id")
+        if self.server_assignor is not None and self.client_assignors:
+            raise ValueError("a server assignor and client assignors are mutually exclusive")
+        names = [a.name for a in self.client_assignors]
+        if len(names) != len(set(names)):
+            raise ValueError(f"client assignor names must be unique: {names}")
+        for name in ("rebalance_timeout_ms", "auto_commit_interval_ms", "retry_backoff_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ValueError("retry_backoff_max_ms must be >= retry_backoff_ms")
+
+    @property
+    def static(self) -> bool:
+        """True for a static member (``group.instance.id`` set)."""
+        return self.instance_id is not None

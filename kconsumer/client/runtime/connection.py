@@ -1,0 +1,213 @@
+"""One asyncio connection to one broker: version negotiation, pipelined requests, timeouts.
+
+Requests are written at once and matched to responses by correlation id (a broker answers a
+connection's requests in order). Any transport failure, timeout or undecodable response closes
+the connection and fails every request in flight with a `TransportError`; the caller reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ...errors import ErrorCode, KConsumerError, ProtocolError
+from ...protocol.api import decode_response, encode_request, spec_for
+from ...protocol.headers import DEFAULT_MAX_FRAME_BYTES, frame_size
+from ...protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from ...protocol.negotiation import (
+    API_VERSIONS_FIRST_TRY,
+    BrokerVersions,
+    broker_versions,
+    common_version,
+    refused_api_versions,
+)
+from ...protocol.schema import Message
+
+log = logging.getLogger("kconsumer.client.runtime")
+
+R = TypeVar("R", bound=Message)
+
+
+class TransportError(KConsumerError):
+    """The connection failed, closed or timed out; the request may or may not have been processed."""
+
+
+class RequestTimeoutError(TransportError, TimeoutError):
+    """No response within ``request.timeout.ms``."""
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class _Pending:
+    api_key: int
+    version: int
+    future: asyncio.Future[Message]
+
+
+class BrokerConnection:
+    """A negotiated connection; create it with `BrokerConnection.open`."""
+
+    def __init__(
+        self,
+        address: Address,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client_id: str,
+        request_timeout_s: float,
+    ) -> None:
+        self.address = address
+        self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
+        self.versions: BrokerVersions = {}
+        self._reader = reader
+        self._writer = writer
+        self._pending: dict[int, _Pending] = {}
+        self._next_id = 0
+        self._closed: TransportError | None = None
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @classmethod
+    async def open(
+        cls,
+        address: Address,
+        client_id: str,
+        connect_timeout_s: float,
+        request_timeout_s: float,
+        software_version: str = "0.1.0",
+    ) -> BrokerConnection:
+        """Connect and negotiate API versions (ApiVersions v3, else v0)."""
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(address.host, address.port), connect_timeout_s
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise TransportError(f"cannot connect to {address}: {exc or type(exc).__name__}") from None
+        connection = cls(address, reader, writer, client_id, request_timeout_s)
+        try:
+            await connection._negotiate(software_version)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _negotiate(self, software_version: str) -> None:
+        request = ApiVersionsRequest(
+            client_software_name="kconsumer", client_software_version=software_version
+        )
+        response = await self._send(request, API_VERSIONS_FIRST_TRY, raw_api_versions=True)
+        if isinstance(response, ApiVersionsResponse) and response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            response = await self._send(ApiVersionsRequest(), 0)
+        if not isinstance(response, ApiVersionsResponse) or response.error_code != ErrorCode.NONE:
+            code = getattr(response, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+            raise TransportError(f"{self.address}: ApiVersions failed with {ErrorCode.of(code).name}")
+        self.versions = broker_versions(response)
+
+    # -- requests --------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int:
+        """Highest common version (NoCommonVersionError when there is none)."""
+        return common_version(api_key, self.versions, max_version)
+
+    def supports(self, api_key: int) -> bool:
+        return api_key in self.versions
+
+    async def request(
+        self, message: R, version: int | None = None, max_version: int | None = None
+    ) -> Message:
+        """Send `message` at `version` (default: the highest common one) and await its response."""
+        if version is None:
+            version = self.version_for(message.API_KEY, max_version)
+        return await self._send(message, version)
+
+    async def _send(self, message: Message, version: int, raw_api_versions: bool = False) -> Message:
+        if self._closed is not None:
+            raise self._closed
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        correlation_id = self._next_id
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        # A request abandoned after its timeout may still fail later: retrieve that exception.
+        future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
+        key = message.API_KEY
+        self._pending[correlation_id] = _Pending(key, -version - 1 if raw_api_versions else version, future)
+        try:
+            self._writer.write(encode_request(message, version, correlation_id, self.client_id))
+            await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            self._fail(TransportError(f"{self.address}: send failed: {exc}"))
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.request_timeout_s)
+        except asyncio.TimeoutError:
+            name = spec_for(key).name
+            self._fail(RequestTimeoutError(f"{self.address}: {name} v{version} timed out"))
+            raise RequestTimeoutError(
+                f"{self.address}: {name} v{version} timed out after {self.request_timeout_s}s"
+            ) from None
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                prefix = await self._reader.readexactly(4)
+                payload = await self._reader.readexactly(frame_size(prefix, DEFAULT_MAX_FRAME_BYTES))
+                correlation_id = int.from_bytes(payload[:4], "big", signed=True)
+                pending = self._pending.pop(correlation_id, None)
+                if pending is None:
+                    raise TransportError(f"{self.address}: unexpected correlation id {correlation_id}")
+                version = pending.version
+                if version < 0:  # ApiVersions at -version-1, with the KIP-511 check
+                    version = -version - 1
+                    if refused_api_versions(payload[4:], version):
+                        if not pending.future.done():
+                            pending.future.set_result(
+                                ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+                            )
+                        continue
+                try:
+                    _cid, response = decode_response(payload, pending.api_key, version)
+                except ProtocolError as exc:
+                    error = TransportError(f"{self.address}: undecodable response: {exc}")
+                    if not pending.future.done():
+                        pending.future.set_exception(error)
+                    raise error from None
+                if not pending.future.done():
+                    pending.future.set_result(response)
+        except asyncio.IncompleteReadError:
+            self._fail(TransportError(f"{self.address}: connection closed by the broker"))
+        except ProtocolError as exc:
+            self._fail(TransportError(f"{self.address}: undecodable response: {exc}"))
+        except TransportError as exc:
+            self._fail(exc)
+        except OSError as exc:
+            self._fail(TransportError(f"{self.address}: {exc}"))
+        except asyncio.CancelledError:
+            self._fail(TransportError(f"{self.address}: connection closed"))
+            raise
+
+    def _fail(self, error: TransportError) -> None:
+        if self._closed is None:
+            self._closed = error
+            log.debug("connection to %s closed: %s", self.address, error)
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        self._pending.clear()
+        self._writer.close()
+        if not self._reader_task.done() and self._reader_task is not asyncio.current_task():
+            self._reader_task.cancel()
+
+    def close(self) -> None:
+        """Close the connection; requests in flight fail with TransportError."""
+        self._fail(TransportError(f"{self.address}: connection closed"))
