@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.interface import (
     GroupSpec,
     MemberSpec,
+    PartitionsByTopicId,
     ServerAssignor,
     SubscriptionType,
     TopicMetadata,
@@ -139,7 +139,7 @@ def build_spec(case: Case, assignor: ServerAssignor) -> GroupSpec:
     spec = GroupSpec(members, by_id, case.subscription)
     if not incremental:
         return spec
-    previous: dict[str, Assignment] = assignor.assign(spec)
+    previous: dict[str, PartitionsByTopicId] = assignor.assign(spec)
     members = {
         member_id: MemberSpec(member_id, None, None, member.subscribed_topic_ids, previous[member_id])
         for member_id, member in members.items()

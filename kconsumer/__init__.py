@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from .assignor import (
+from .assignment.assignor import (
     AssignmentMemberSpec,
     AssignmentSpec,
     AssignmentTopicMetadata,
@@ -31,6 +31,7 @@ from .assignor import (
     MemberMetadata,
     PartitionAssignor,
 )
+from .assignment.builtin import RangeAssignor, UniformAssignor
 from .client.consumer import Consumer
 from .client.listener import ConsumerRebalanceListener
 from .client.subscription import SubscriptionPattern
@@ -60,7 +61,9 @@ __all__ = [
     "Message",
     "PartitionAssignor",
     "ProtocolError",
+    "RangeAssignor",
     "SubscriptionPattern",
     "TopicPartition",
+    "UniformAssignor",
     "__version__",
 ]

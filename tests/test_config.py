@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from kconsumer.assignment.announcements import AnnouncedAssignor
 from kconsumer.client.config import PASSTHROUGH_KEYS, REFUSED_KEYS, ConsumerConfig
-from kconsumer.client.member import ClientAssignor, OffsetReset
+from kconsumer.client.member import OffsetReset
 from kconsumer.errors import ConfigError
 
 BASE = {"bootstrap.servers": "localhost:9092"}
@@ -368,8 +369,8 @@ def test_member_config() -> None:
     assert member.auto_commit_interval_ms == 1_000 and member.auto_offset_reset is OffsetReset.EARLIEST
     assert (member.retry_backoff_ms, member.retry_backoff_max_ms) == (50, 500)
     assert member.client_assignors == (
-        ClientAssignor("sticky", 0, 2, 2),
-        ClientAssignor("v", 0, 3, 1, b"meta"),
+        AnnouncedAssignor("sticky", 0, 2, 2),
+        AnnouncedAssignor("v", 0, 3, 1, b"meta"),
     )
     assert make(group__id="g", group__remote__assignor="range").member_config().server_assignor == "range"
     with pytest.raises(ConfigError):

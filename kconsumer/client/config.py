@@ -49,15 +49,17 @@ runtime creates the handle. Keys that would let librdkafka manage the group or t
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from ..assignor import assignor_metadata
+from ..assignment.announcements import AnnouncedAssignor
+from ..assignment.assignor import assignor_metadata
+from ..assignment.loading import NotATargetError, TargetCreateError, TargetImportError, load_object
+from ..assignment.versions import VersionRange
 from ..errors import ConfigError
-from .member.model import ClientAssignor, MemberConfig, OffsetReset
+from .member.model import MemberConfig, OffsetReset
 
 MAX_INT32 = 2**31 - 1
 
@@ -289,7 +291,7 @@ class ConsumerConfig:
                 meta = assignor_metadata(assignor)
                 reason, version, data = meta.reason, meta.version, meta.data
             assignors.append(
-                ClientAssignor(
+                AnnouncedAssignor(
                     assignor.name, assignor.minimum_version, assignor.maximum_version, version, data, reason
                 )
             )
@@ -415,21 +417,14 @@ def _local_assignors(value: Any) -> tuple[LocalAssignor, ...]:
 def _assignor(item: Any) -> LocalAssignor:
     key = "group.local.assignors"
     if isinstance(item, str):
-        module_name, _, attribute = item.partition(":")
-        if not module_name or not attribute:
-            raise ConfigError(key, f"{item!r} is not of the form 'module:Class'")
         try:
-            target: Any = importlib.import_module(module_name)
-            for part in attribute.split("."):
-                target = getattr(target, part)
-        except (ImportError, AttributeError) as exc:
+            item = load_object(item)
+        except NotATargetError as exc:
+            raise ConfigError(key, str(exc)) from None
+        except TargetImportError as exc:
             raise ConfigError(key, f"cannot import {item!r}: {exc}") from None
-        if isinstance(target, type):
-            try:
-                target = target()
-            except Exception as exc:
-                raise ConfigError(key, f"cannot create {item!r} without arguments: {exc}") from None
-        item = target
+        except TargetCreateError as exc:
+            raise ConfigError(key, f"cannot create {item!r} without arguments: {exc}") from None
     missing = [a for a in ("name", "minimum_version", "maximum_version") if getattr(item, a, None) is None]
     if missing:
         raise ConfigError(key, f"{item!r} is not an assignor: it has no {', '.join(missing)}")
@@ -438,11 +433,9 @@ def _assignor(item: Any) -> LocalAssignor:
         raise ConfigError(key, f"{item!r}: name must be a non-empty string")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
         raise ConfigError(key, f"assignor {name!r}: minimum_version and maximum_version must be integers")
-    if low < -1 or high < 0 or low > high or high > 32767:
-        raise ConfigError(
-            key,
-            f"assignor {name!r}: needs -1 <= minimum_version <= maximum_version <= 32767, got {low}..{high}",
-        )
+    problem = VersionRange(low, high).problem()
+    if problem is not None:
+        raise ConfigError(key, f"assignor {name!r}: {problem}")
     try:
         assignor_metadata(item)
     except (TypeError, ValueError) as exc:

@@ -10,8 +10,12 @@ import pytest
 from confluent_kafka import TopicPartition
 
 import kconsumer
-import kconsumer.assignor
-import kconsumer.assignors.builtin
+import kconsumer.assignment.announcements
+import kconsumer.assignment.assignor
+import kconsumer.assignment.builtin
+import kconsumer.assignment.loading
+import kconsumer.assignment.versions
+import kconsumer.assignors
 from kconsumer import (
     AssignmentMemberSpec,
     AssignmentSpec,
@@ -25,13 +29,21 @@ from kconsumer import (
     MemberMetadata,
     PartitionAssignor,
 )
-from kconsumer.assignor import assignor_metadata, partitions_by_topic
+from kconsumer.assignment.announcements import AnnouncedAssignor
+from kconsumer.assignment.assignor import assignor_metadata, partitions_by_topic
 from kconsumer.assignors import RangeAssignor, UniformAssignor
 from kconsumer.client.config import ConsumerConfig, LocalAssignor
-from kconsumer.client.member import ClientAssignor
 
 
-@pytest.mark.parametrize("module", [kconsumer.assignor, kconsumer.assignors.builtin])
+@pytest.mark.parametrize(
+    "module",
+    [
+        kconsumer.assignment.assignor,
+        kconsumer.assignment.builtin,
+        kconsumer.assignment.loading,
+        kconsumer.assignment.versions,
+    ],
+)
 def test_docstring_examples(module: Any) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -45,7 +57,10 @@ def test_exported_from_the_package() -> None:
         "MemberAssignment",
         "AssignorMetadata",
     ):
-        assert name in kconsumer.__all__ and getattr(kconsumer, name) is getattr(kconsumer.assignor, name)
+        assert name in kconsumer.__all__
+        assert getattr(kconsumer, name) is getattr(kconsumer.assignment.assignor, name)
+    for name in ("RangeAssignor", "UniformAssignor"):
+        assert name in kconsumer.__all__ and getattr(kconsumer, name) is getattr(kconsumer.assignors, name)
 
 
 # -- partitions ----------------------------------------------------------------------------------------
@@ -194,8 +209,8 @@ def test_member_config_takes_the_initial_metadata_from_the_assignor() -> None:
         {"bootstrap.servers": "h:1", "group.id": "g", "group.local.assignors": [Capacity(), RangeAssignor()]}
     )
     assert config.member_config().client_assignors == (
-        ClientAssignor("capacity", 1, 3, 2, b"cap=3"),
-        ClientAssignor("range", 0, 0, 0, b""),
+        AnnouncedAssignor("capacity", 1, 3, 2, b"cap=3"),
+        AnnouncedAssignor("range", 0, 0, 0, b""),
     )
 
 

@@ -16,10 +16,10 @@ from kconsumer import (
     GroupAssignment,
     MemberMetadata,
 )
+from kconsumer.assignment.algorithms import RangeServerAssignor as ServerRange
+from kconsumer.assignment.algorithms import UniformServerAssignor as ServerUniform
+from kconsumer.assignment.interface import SubscriptionType
 from kconsumer.assignors import RangeAssignor, ServerAlgorithmAssignor, UniformAssignor, to_group_spec
-from kconsumer.broker.coordinator.assignor_api import SubscriptionType
-from kconsumer.broker.coordinator.assignors import RangeAssignor as ServerRange
-from kconsumer.broker.coordinator.assignors import UniformAssignor as ServerUniform
 
 
 def member(

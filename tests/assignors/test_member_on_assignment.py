@@ -11,16 +11,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "member"))
 
 from member_driver import TOPIC_IDS, Driver, response, tps
 
-from kconsumer.client.member import AssignmentMetadata, CallbackKind, ClientAssignor
+from kconsumer.assignment.announcements import AnnouncedAssignor, AssignorOutput
+from kconsumer.client.member import CallbackKind
 from kconsumer.client.member.effects import InvokeCallback, RefreshMetadata
 from kconsumer.client.member.events import HeartbeatResponseReceived, Subscribe
 from kconsumer.protocol.messages.consumer_group import TopicPartitions
 
-META = AssignmentMetadata(0, 1, b"for-me")
+META = AssignorOutput(0, 1, b"for-me")
 
 
 def driver() -> Driver:
-    d = Driver(client_assignors=(ClientAssignor("sticky", 0, 1, 1),))
+    d = Driver(client_assignors=(AnnouncedAssignor("sticky", 0, 1, 1),))
     d.send(Subscribe(topics=("foo", "bar"), callbacks=frozenset(CallbackKind)))
     return d
 

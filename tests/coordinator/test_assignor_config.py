@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from kconsumer.assignment.algorithms import UniformServerAssignor
+from kconsumer.assignment.interface import GroupSpec, PartitionsByTopicId
 from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator
-from kconsumer.broker.coordinator.assignor_api import Assignment, GroupSpec
-from kconsumer.broker.coordinator.assignors import UniformAssignor
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupDescribeRequest
 
@@ -20,8 +20,8 @@ class Mine:
 
     name = "mine"
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
-        return UniformAssignor().assign(spec)
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
+        return UniformServerAssignor().assign(spec)
 
 
 def test_a_module_class_assignor_is_selected_by_its_name(make_driver: Any, monkeypatch: Any) -> None:
@@ -41,5 +41,6 @@ def test_a_module_class_assignor_is_selected_by_its_name(make_driver: Any, monke
 def test_explicit_assignors_must_cover_the_configured_names() -> None:
     with pytest.raises(ValueError, match="missing"):
         GroupCoordinator(
-            CoordinatorConfig(assignors=("uniform", "missing")), assignors={"uniform": UniformAssignor()}
+            CoordinatorConfig(assignors=("uniform", "missing")),
+            assignors={"uniform": UniformServerAssignor()},
         )

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from kconsumer.broker.coordinator import GroupCoordinator
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.algorithms import RangeServerAssignor, UniformServerAssignor
+from kconsumer.assignment.interface import (
     GroupSpec,
     PartitionAssignorError,
+    PartitionsByTopicId,
     SubscriptionType,
 )
-from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
+from kconsumer.broker.coordinator import GroupCoordinator
 from kconsumer.broker.coordinator.context import session_timer
 from kconsumer.broker.coordinator.model import GroupState
 from kconsumer.errors import ErrorCode
@@ -33,9 +33,9 @@ class Recording:
         self.calls = calls
         self.name = name or inner.name
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
         self.calls.append((self.name, spec))
-        result: dict[str, Assignment] = self.inner.assign(spec)
+        result: dict[str, PartitionsByTopicId] = self.inner.assign(spec)
         return result
 
 
@@ -47,10 +47,10 @@ class Flaky:
     def __init__(self) -> None:
         self.failing = True
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
         if self.failing:
             raise PartitionAssignorError("the flaky assignor is broken today")
-        return UniformAssignor().assign(spec)
+        return UniformServerAssignor().assign(spec)
 
 
 def recording_driver(
@@ -58,7 +58,7 @@ def recording_driver(
 ) -> tuple[Any, list[Any]]:
     d = make_driver(assignors=assignors)
     calls: list[tuple[str, GroupSpec]] = []
-    built = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+    built = {"uniform": UniformServerAssignor(), "range": RangeServerAssignor()}
     d.coordinator = GroupCoordinator(d.config, assignors={n: Recording(built[n], calls) for n in assignors})
     return d, calls
 
@@ -239,7 +239,8 @@ def flaky(make_driver: Any) -> tuple[Any, Flaky]:
     d.config = dataclasses.replace(d.config, assignors=("uniform", "range", "flaky"))
     assignor = Flaky()
     d.coordinator = GroupCoordinator(
-        d.config, assignors={"uniform": UniformAssignor(), "range": RangeAssignor(), "flaky": assignor}
+        d.config,
+        assignors={"uniform": UniformServerAssignor(), "range": RangeServerAssignor(), "flaky": assignor},
     )
     d.create_topic("foo", 4)
     return d, assignor

@@ -23,25 +23,25 @@ from typing import TypeVar
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.algorithms import RangeServerAssignor, UniformServerAssignor
+from kconsumer.assignment.algorithms.uniform_heterogeneous import HeterogeneousBuilder
+from kconsumer.assignment.interface import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,
+    PartitionsByTopicId,
     ServerAssignor,
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
-from kconsumer.broker.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS
 HETERO = SubscriptionType.HETEROGENEOUS
 #: A topic id that is never in the metadata (a deleted topic, in a stale previous target).
 GONE = Uuid(b"\xee" * 16)
-UNIFORM = UniformAssignor()
-RANGE = RangeAssignor()
+UNIFORM = UniformServerAssignor()
+RANGE = RangeServerAssignor()
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -83,7 +83,7 @@ def groups(draw: st.DrawFn, kind: SubscriptionType | None = None, previous: bool
     return GroupSpec(members, topics, kind)
 
 
-def with_previous(spec: GroupSpec, previous: Mapping[str, Assignment]) -> GroupSpec:
+def with_previous(spec: GroupSpec, previous: Mapping[str, PartitionsByTopicId]) -> GroupSpec:
     members = {
         m: MemberSpec(m, s.instance_id, s.rack_id, s.subscribed_topic_ids, previous.get(m, {}))
         for m, s in spec.members.items()
@@ -94,7 +94,7 @@ def with_previous(spec: GroupSpec, previous: Mapping[str, Assignment]) -> GroupS
 # -- oracles ---------------------------------------------------------------------------------
 
 
-def plain(result: Mapping[str, Assignment]) -> Plain:
+def plain(result: Mapping[str, PartitionsByTopicId]) -> Plain:
     return {m: {t: set(ps) for t, ps in a.items()} for m, a in result.items()}
 
 
@@ -102,7 +102,7 @@ def load(assignment: Mapping[Uuid, Collection[int]]) -> int:
     return sum(len(ps) for ps in assignment.values())
 
 
-def check_valid(spec: GroupSpec, result: Mapping[str, Assignment]) -> None:
+def check_valid(spec: GroupSpec, result: Mapping[str, PartitionsByTopicId]) -> None:
     """Every partition of every subscribed topic exactly once, to a subscriber; every member present."""
     assert set(result) == set(spec.members)
     owner: dict[tuple[Uuid, int], str] = {}
@@ -316,7 +316,7 @@ def test_uniform_joining_member_takes_only_what_it_must(spec: GroupSpec, joiner:
 # -- properties: uniform, heterogeneous ------------------------------------------------------
 
 
-def build_heterogeneous(spec: GroupSpec) -> tuple[HeterogeneousBuilder, dict[str, Assignment]]:
+def build_heterogeneous(spec: GroupSpec) -> tuple[HeterogeneousBuilder, dict[str, PartitionsByTopicId]]:
     member_ids = sorted(spec.members)
     builder = HeterogeneousBuilder(member_ids, [spec.members[m] for m in member_ids], spec.topics)
     return builder, builder.build()
@@ -394,8 +394,8 @@ def test_range_co_partitions_and_ignores_previous_targets(spec: GroupSpec) -> No
 
 _SEED_SCRIPT = """
 import json, random
-from kconsumer.broker.coordinator.assignor_api import GroupSpec, MemberSpec, SubscriptionType, TopicMetadata
-from kconsumer.broker.coordinator.assignors import RangeAssignor, UniformAssignor
+from kconsumer.assignment.interface import GroupSpec, MemberSpec, SubscriptionType, TopicMetadata
+from kconsumer.assignment.algorithms import RangeServerAssignor, UniformServerAssignor
 from kconsumer.protocol.uuid import Uuid
 out = []
 for seed in range(40):
@@ -417,7 +417,7 @@ for seed in range(40):
             prev[t] = frozenset(rng.sample(range(-1, 24), rng.randint(1, 6)))
         members[f"m{rng.random()}"] = MemberSpec(f"m{j}", None, None, sub, prev)
     spec = GroupSpec(members, topics, kind)
-    for assignor in (UniformAssignor(), RangeAssignor()):
+    for assignor in (UniformServerAssignor(), RangeServerAssignor()):
         result = assignor.assign(spec)
         canonical = [(m, sorted((str(t), sorted(ps)) for t, ps in a.items())) for m, a in result.items()]
         out.append(sorted(canonical))

@@ -6,15 +6,16 @@ from collections.abc import Mapping
 
 import pytest
 
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.algorithms import RangeServerAssignor
+from kconsumer.assignment.interface import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,
+    PartitionsByTopicId,
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.broker.coordinator.assignors import RangeAssignor, validate_assignment
+from kconsumer.assignment.validation import validate_result
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS
@@ -45,21 +46,21 @@ def assign(
     members: list[MemberSpec], meta: dict[Uuid, TopicMetadata], kind: SubscriptionType = HOMO
 ) -> Plain:
     spec = GroupSpec({m.member_id: m for m in members}, meta, kind)
-    result = RangeAssignor().assign(spec)
-    validate_assignment(spec, result)
+    result = RangeServerAssignor().assign(spec)
+    validate_result(spec, result)
     return plain(result)
 
 
-def plain(result: Mapping[str, Assignment]) -> Plain:
+def plain(result: Mapping[str, PartitionsByTopicId]) -> Plain:
     return {m: {t: set(ps) for t, ps in a.items()} for m, a in result.items()}
 
 
 def test_name() -> None:
-    assert RangeAssignor().name == "range"
+    assert RangeServerAssignor().name == "range"
 
 
 def test_no_members() -> None:
-    assert RangeAssignor().assign(GroupSpec({}, topics(t1=3), HOMO)) == {}
+    assert RangeServerAssignor().assign(GroupSpec({}, topics(t1=3), HOMO)) == {}
 
 
 def test_homogeneous_ranges_are_contiguous_and_co_partitioned() -> None:
@@ -118,10 +119,10 @@ def test_topics_without_partitions_and_empty_subscriptions() -> None:
 def test_missing_topic_raises(kind: SubscriptionType) -> None:
     spec = GroupSpec({"A": member("A", frozenset({T1, T3}))}, topics(t1=1), kind)
     with pytest.raises(PartitionAssignorError, match=str(T3)):
-        RangeAssignor().assign(spec)
+        RangeServerAssignor().assign(spec)
 
 
 def test_equal_ranges_are_shared_frozensets() -> None:
     spec = GroupSpec({m: member(m, BOTH) for m in "AB"}, topics(t1=4, t2=4), HOMO)
-    result = RangeAssignor().assign(spec)
+    result = RangeServerAssignor().assign(spec)
     assert result["A"][T1] is result["A"][T2]

@@ -1,4 +1,4 @@
-"""The assignor registry (``group.consumer.assignors``) and the result validator."""
+"""The assignor registry (``group.consumer.assignors``) and checking a (custom) assignor's result."""
 
 from __future__ import annotations
 
@@ -6,27 +6,26 @@ from collections.abc import Iterator
 
 import pytest
 
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.algorithms import RangeServerAssignor, UniformServerAssignor
+from kconsumer.assignment.interface import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,
+    PartitionsByTopicId,
     ServerAssignor,
     SubscriptionType,
     TopicMetadata,
 )
+from kconsumer.assignment.validation import validate_result
 from kconsumer.broker.coordinator.assignors import (
     ASSIGNORS,
     DEFAULT_ASSIGNORS,
-    RangeAssignor,
-    UniformAssignor,
     UnknownAssignorError,
     assignor_by_name,
     load_assignor,
     register_assignor,
     resolve_assignors,
     unregister_assignor,
-    validate_assignment,
 )
 from kconsumer.protocol.uuid import Uuid
 
@@ -38,8 +37,8 @@ class EverythingToTheFirst:
 
     name = "first"
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
-        result: dict[str, Assignment] = {m: {} for m in spec.members}
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
+        result: dict[str, PartitionsByTopicId] = {m: {} for m in spec.members}
         if spec.members:
             first = min(spec.members)
             result[first] = {t: frozenset(range(spec.topics[t].num_partitions)) for t in spec.topics}
@@ -55,8 +54,8 @@ def custom() -> Iterator[ServerAssignor]:
 
 def test_defaults_follow_kafka() -> None:
     assert DEFAULT_ASSIGNORS == ("uniform", "range")
-    assert isinstance(assignor_by_name("uniform"), UniformAssignor)
-    assert isinstance(assignor_by_name("range"), RangeAssignor)
+    assert isinstance(assignor_by_name("uniform"), UniformServerAssignor)
+    assert isinstance(assignor_by_name("range"), RangeServerAssignor)
     assert [a.name for a in resolve_assignors(DEFAULT_ASSIGNORS)] == ["uniform", "range"]
     assert {"uniform", "range"} <= set(ASSIGNORS)
 
@@ -95,7 +94,7 @@ def test_built_ins_cannot_be_replaced_or_removed() -> None:
         register_assignor(Impostor(), replace=True)
     with pytest.raises(ValueError, match="built-in"):
         unregister_assignor("range")
-    assert isinstance(assignor_by_name("uniform"), UniformAssignor)
+    assert isinstance(assignor_by_name("uniform"), UniformServerAssignor)
 
 
 def test_register_rejects_objects_that_are_not_assignors() -> None:
@@ -104,9 +103,9 @@ def test_register_rejects_objects_that_are_not_assignors() -> None:
 
 
 def test_module_class_path_is_loaded_once() -> None:
-    path = "kconsumer.broker.coordinator.assignors.range_assignor:RangeAssignor"
+    path = "kconsumer.assignment.algorithms.range_assignor:RangeServerAssignor"
     loaded = load_assignor(path)
-    assert isinstance(loaded, RangeAssignor)
+    assert isinstance(loaded, RangeServerAssignor)
     assert loaded is not assignor_by_name("range")
     assert assignor_by_name(path) is loaded
     assert resolve_assignors(["uniform", path])[1] is loaded
@@ -146,7 +145,7 @@ class TestValidateAssignment:
     )
 
     def test_accepts_a_valid_result(self) -> None:
-        validate_assignment(self.SPEC, {"A": {T1: frozenset({0, 1})}, "B": {}})
+        validate_result(self.SPEC, {"A": {T1: frozenset({0, 1})}, "B": {}})
 
     @pytest.mark.parametrize(
         ("result", "message"),
@@ -154,14 +153,14 @@ class TestValidateAssignment:
             ({"A": {T1: frozenset({0, 1})}}, "missing"),
             ({"A": {T1: frozenset({0})}, "B": {}}, "not assigned"),
             ({"A": {T1: frozenset({0, 1})}, "B": {T1: frozenset({1})}}, "does not subscribe"),
-            ({"A": {T1: frozenset({0, 1, 2})}, "B": {}}, "beyond"),
-            ({"A": {T1: frozenset({0, 1})}, "B": {}, "C": {}}, "unknown"),
+            ({"A": {T1: frozenset({0, 1, 2})}, "B": {}}, "rule: only existing partitions"),
+            ({"A": {T1: frozenset({0, 1})}, "B": {}, "C": {}}, "rule: only members of the group"),
             ({"A": {T1: {0, 1}}, "B": {}}, "frozenset"),
         ],
     )
-    def test_rejects(self, result: dict[str, Assignment], message: str) -> None:
+    def test_rejects(self, result: dict[str, PartitionsByTopicId], message: str) -> None:
         with pytest.raises(PartitionAssignorError, match=message):
-            validate_assignment(self.SPEC, result)
+            validate_result(self.SPEC, result)
 
     def test_rejects_a_partition_assigned_twice(self) -> None:
         both = GroupSpec(
@@ -169,8 +168,8 @@ class TestValidateAssignment:
             {T1: TopicMetadata(T1, "t1", 2)},
             SubscriptionType.HOMOGENEOUS,
         )
-        with pytest.raises(PartitionAssignorError, match="twice"):
-            validate_assignment(both, {"A": {T1: frozenset({0, 1})}, "B": {T1: frozenset({1})}})
+        with pytest.raises(PartitionAssignorError, match="rule: each partition assigned exactly once"):
+            validate_result(both, {"A": {T1: frozenset({0, 1})}, "B": {T1: frozenset({1})}})
 
     def test_a_custom_assignor_s_result_can_be_checked(self, custom: ServerAssignor) -> None:
-        validate_assignment(self.SPEC, custom.assign(self.SPEC))
+        validate_result(self.SPEC, custom.assign(self.SPEC))

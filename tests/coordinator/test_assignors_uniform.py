@@ -10,16 +10,17 @@ from collections.abc import Mapping
 
 import pytest
 
-from kconsumer.broker.coordinator.assignor_api import (
-    Assignment,
+from kconsumer.assignment.algorithms import UniformServerAssignor
+from kconsumer.assignment.algorithms.uniform_heterogeneous import HeterogeneousBuilder
+from kconsumer.assignment.interface import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,
+    PartitionsByTopicId,
     SubscriptionType,
     TopicMetadata,
 )
-from kconsumer.broker.coordinator.assignors import UniformAssignor, validate_assignment
-from kconsumer.broker.coordinator.assignors.uniform_heterogeneous import HeterogeneousBuilder
+from kconsumer.assignment.validation import validate_result
 from kconsumer.protocol.uuid import Uuid
 
 HOMO = SubscriptionType.HOMOGENEOUS
@@ -46,13 +47,13 @@ def group(
     return GroupSpec({m.member_id: m for m in members}, topic_meta, kind)
 
 
-def plain(result: Mapping[str, Assignment]) -> dict[str, dict[Uuid, set[int]]]:
+def plain(result: Mapping[str, PartitionsByTopicId]) -> dict[str, dict[Uuid, set[int]]]:
     return {m: {t: set(ps) for t, ps in a.items()} for m, a in result.items()}
 
 
-def assign(spec: GroupSpec) -> dict[str, Assignment]:
-    result = UniformAssignor().assign(spec)
-    validate_assignment(spec, result)
+def assign(spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
+    result = UniformServerAssignor().assign(spec)
+    validate_result(spec, result)
     return result
 
 
@@ -62,7 +63,7 @@ BOTH = frozenset({T1, T2})
 
 class TestHomogeneous:
     def test_no_members_gives_an_empty_result(self) -> None:
-        assert UniformAssignor().assign(group([], topics(foo=3))) == {}
+        assert UniformServerAssignor().assign(group([], topics(foo=3))) == {}
 
     def test_kip_848_case_study_first_member_takes_everything(self) -> None:
         # The KIP-848 seed's case study: one topic "foo" with 3 partitions, members A, B, C.
@@ -175,7 +176,7 @@ class TestHomogeneous:
     def test_missing_topic_raises(self) -> None:
         spec = group([member("A", frozenset({T1, T3}))], topics(t1=1))
         with pytest.raises(PartitionAssignorError, match=str(T3)):
-            UniformAssignor().assign(spec)
+            UniformServerAssignor().assign(spec)
 
     def test_a_wrong_homogeneous_flag_falls_back_to_the_heterogeneous_builder(self) -> None:
         spec = group([member("A", frozenset({T1})), member("B", frozenset({T2}))], topics(t1=2, t2=2))
@@ -266,7 +267,7 @@ class TestHeterogeneous:
     def test_missing_topic_raises(self) -> None:
         spec = group([member("A", frozenset({T1})), member("B", frozenset({T3}))], topics(t1=1), HETERO)
         with pytest.raises(PartitionAssignorError, match=str(T3)):
-            UniformAssignor().assign(spec)
+            UniformServerAssignor().assign(spec)
 
     def test_a_moved_partition_prefers_its_previous_owner_then_one_the_giver_did_not_own(self) -> None:
         a_prev, b_prev = {T1: {0, 1}}, {T1: {5}}

@@ -258,7 +258,7 @@ def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> 
     state and its indexes are back as they were."""
     from kconsumer.broker.coordinator.model import (
         CurrentAssignment,
-        MemberMetadata,
+        MemberRegistration,
         ResolvedRegex,
         TargetMember,
     )
@@ -292,16 +292,18 @@ def test_rollback_undoes_every_kind_of_record(driver: Any, make_driver: Any) -> 
         GroupEpochRecord("g", 99, 1),
         GroupEpochRecord("new-group", 1, 0),
         MemberMetadataRecord(
-            "new-group", MemberMetadata("N", instance_id="n", subscribed_topic_names=("foo",))
+            "new-group", MemberRegistration("N", instance_id="n", subscribed_topic_names=("foo",))
         ),
         CurrentAssignmentRecord("new-group", "N", CurrentAssignment(1, 0, assigned={foo: {0: 1}})),
         CurrentAssignmentTombstone("g", "A"),  # releases A's partitions ...
         CurrentAssignmentRecord(
             "g", "B", CurrentAssignment(9, 3, assigned={foo: {0: 9, 1: 9, 2: 9}})
         ),  # ... B takes them
-        MemberMetadataRecord("g", MemberMetadata("B", instance_id="moved", subscribed_topic_names=("bar",))),
+        MemberMetadataRecord(
+            "g", MemberRegistration("B", instance_id="moved", subscribed_topic_names=("bar",))
+        ),
         MemberMetadataTombstone("g", "S"),
-        MemberMetadataRecord("g", MemberMetadata("T", instance_id="static-1")),
+        MemberMetadataRecord("g", MemberRegistration("T", instance_id="static-1")),
         TargetMemberRecord("g", "B", TargetMember({foo: frozenset({5})})),
         TargetMemberTombstone("g", "A"),
         TargetMetadataRecord("g", 42, 7),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kconsumer.broker.coordinator.assignor_api import SubscriptionType
+from kconsumer.assignment.interface import SubscriptionType
 from kconsumer.broker.coordinator.records import GroupEpochRecord, RegexRecord, RegexTombstone
 from kconsumer.broker.coordinator.target import build_group_spec
 from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest

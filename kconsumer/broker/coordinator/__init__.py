@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .assignor_api import TopicMetadata
+from ...assignment.interface import TopicMetadata
 from .config import CoordinatorConfig
 from .coordinator import GroupCoordinator, Result
 from .metadata import MetadataImage

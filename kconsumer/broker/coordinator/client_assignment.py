@@ -1,11 +1,12 @@
-"""Client-side assignors on the coordinator (EXTENSIONS.md §2-§3; the KIP-848 seed's design).
+"""Client-side assignors on the coordinator (docs/assignor-protocol.md §3-§5; the KIP-848 seed's design).
 
-Selection (§3.1): a client-side assignor is used when at least one member lists one and *every*
+Selection (§5): a client-side assignor is used when at least one member lists one and *every*
 member lists an assignor of that name with overlapping version ranges; among several candidates
-the one the members rank highest (smallest sum of list positions, then name) wins. Otherwise the
-server-side assignor is used: the most common ServerAssignor, else the configured default.
+the one the members rank highest (smallest sum of list positions, then name) wins
+(`kconsumer.assignment.announcements`). Otherwise the server-side assignor is used: the most
+common ServerAssignor, else the configured default.
 
-The chosen member (§3.2) is one whose [MinimumVersion, MaximumVersion] covers every member's
+The chosen member (§5) is one whose [MinimumVersion, MaximumVersion] covers every member's
 MetadataVersion (the first such member by member id, rotating on retries). It learns it was
 chosen through ShouldComputeAssignment in its heartbeat responses, until it calls
 ConsumerGroupPrepareAssignment. It has its rebalance timeout to install; past that another
@@ -19,6 +20,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ...assignment.announcements import (
+    AnnouncedAssignor,
+    AssignorOutput,
+    computing_members,
+    ranked_candidates,
+)
+from ...assignment.conversions import installed_entries, snapshot_of
+from ...assignment.validation import InvalidAssignmentError, validate_assignment
 from ...errors import ErrorCode, KafkaApiError
 from ...protocol.messages.consumer_group import TopicPartitions
 from ...protocol.messages.extensions import (
@@ -30,8 +39,8 @@ from ...protocol.messages.extensions import (
     PreparedTopic,
 )
 from ...protocol.uuid import Uuid
-from .context import ClientAssignmentRun, Context, PreparedSnapshot, client_assignment_timer
-from .model import AssignorOutput, ConsumerGroup, TargetMember
+from .context import ClientAssignmentRun, Context, client_assignment_timer
+from .model import ConsumerGroup, TargetMember
 from .target import install_target, subscribed_topic_ids
 
 
@@ -44,10 +53,10 @@ class AssignorSelection:
 
 
 def select_assignor(group: ConsumerGroup, default_server_assignor: str) -> AssignorSelection:
-    """EXTENSIONS.md §3.1."""
+    """docs/assignor-protocol.md §5: a client-side assignor every member can use, else a server-side one."""
     members = list(group.members.values())
     if members and any(m.metadata.client_assignors for m in members):
-        for name in _client_candidates(group):
+        for name in ranked_candidates([m.metadata.client_assignors for m in members]):
             if _choosable_members(group, name):
                 return AssignorSelection(name, client_side=True)
     counts = Counter(m.metadata.server_assignor for m in members if m.metadata.server_assignor)
@@ -57,38 +66,12 @@ def select_assignor(group: ConsumerGroup, default_server_assignor: str) -> Assig
     return AssignorSelection(default_server_assignor, client_side=False)
 
 
-def _client_candidates(group: ConsumerGroup) -> list[str]:
-    """Assignor names every member lists, with overlapping version ranges, best ranked first."""
-    members = list(group.members.values())
-    common = set.intersection(*({a.name for a in m.metadata.client_assignors} for m in members))
-    ranked: list[tuple[int, str]] = []
-    for name in common:
-        specs = [m.metadata.client_assignor(name) for m in members]
-        low = max(s.minimum_version for s in specs if s is not None)
-        high = min(s.maximum_version for s in specs if s is not None)
-        if low > high:
-            continue
-        rank = sum(
-            next(i for i, a in enumerate(m.metadata.client_assignors) if a.name == name) for m in members
-        )
-        ranked.append((rank, name))
-    return [name for _rank, name in sorted(ranked)]
-
-
 def _choosable_members(group: ConsumerGroup, name: str) -> list[str]:
     """Members whose version range covers every member's metadata version for `name`."""
-    versions = []
-    for member in group.members.values():
-        spec = member.metadata.client_assignor(name)
-        if spec is None:
-            return []
-        versions.append(spec.metadata_version)
-    eligible = []
-    for member_id in sorted(group.members):
-        spec = group.members[member_id].metadata.client_assignor(name)
-        if spec is not None and all(spec.covers(v) for v in versions):
-            eligible.append(member_id)
-    return eligible
+    announced: dict[str, tuple[AnnouncedAssignor, ...]] = {
+        member_id: member.metadata.client_assignors for member_id, member in group.members.items()
+    }
+    return computing_members(announced, name)
 
 
 def request_client_assignment(ctx: Context, group: ConsumerGroup, assignor: str) -> None:
@@ -127,7 +110,7 @@ def _choose(ctx: Context, group: ConsumerGroup, assignor: str, tried: set[str]) 
 
 
 def on_deadline(ctx: Context, group: ConsumerGroup) -> None:
-    """The chosen member did not install in time: choose another (§3.2)."""
+    """The chosen member did not install in time: choose another (§5)."""
     run = ctx.client_runs.get(group.group_id)
     if run is None or group.group_epoch <= group.assignment_epoch:
         ctx.client_runs.pop(group.group_id, None)
@@ -167,16 +150,14 @@ def _check_chosen(
 def prepare(
     ctx: Context, request: ConsumerGroupPrepareAssignmentRequest
 ) -> ConsumerGroupPrepareAssignmentResponse:
-    """ConsumerGroupPrepareAssignment: the group as the assignor must see it (EXTENSIONS.md §2)."""
+    """ConsumerGroupPrepareAssignment: the group as the assignor must see it (assignor-protocol.md §3)."""
     group, run = _check_chosen(ctx, request.group_id, request.member_id, request.member_epoch)
     run.awaiting_prepare = False
     members = []
-    subscriptions: dict[str, frozenset[Uuid]] = {}
     topics: dict[Uuid, PreparedTopic] = {}
     for member_id in sorted(group.members):
         member = group.members[member_id]
         topic_ids = subscribed_topic_ids(group, member.metadata, ctx.image)
-        subscriptions[member_id] = frozenset(topic_ids)
         for topic_id in topic_ids:
             meta = ctx.image.topics_by_id[topic_id]
             topics[topic_id] = PreparedTopic(
@@ -198,15 +179,15 @@ def prepare(
                 topic_partitions=to_topic_partitions(group.target_of(member_id).partitions.items()),
             )
         )
-    run.prepared[group.group_epoch] = PreparedSnapshot(
-        group.group_epoch, subscriptions, {t: p.num_partitions for t, p in topics.items()}
-    )
-    return ConsumerGroupPrepareAssignmentResponse(
+    response = ConsumerGroupPrepareAssignmentResponse(
         group_epoch=group.group_epoch,
         assignor_name=run.assignor,
         members=members,
         topics=[topics[t] for t in sorted(topics)],
     )
+    # The install is validated against the group as this response describes it (§4).
+    run.prepared[group.group_epoch] = snapshot_of(response)
+    return response
 
 
 def install(ctx: Context, request: ConsumerGroupInstallAssignmentRequest) -> None:
@@ -224,7 +205,10 @@ def install(ctx: Context, request: ConsumerGroupInstallAssignmentRequest) -> Non
             f"An assignment for epoch {group.assignment_epoch} is already installed; "
             f"GroupEpoch {request.group_epoch} is too old.",
         )
-    assignments = validate_assignment(snapshot, request)
+    try:
+        assignments = validate_assignment(snapshot, installed_entries(request.members))
+    except InvalidAssignmentError as exc:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, str(exc)) from None
     targets: dict[str, TargetMember] = {}
     for entry in request.members:
         targets[entry.member_id] = TargetMember(
@@ -245,61 +229,6 @@ def install(ctx: Context, request: ConsumerGroupInstallAssignmentRequest) -> Non
     else:
         del ctx.client_runs[group.group_id]
         ctx.timers.cancel(client_assignment_timer(group.group_id))
-
-
-def validate_assignment(
-    snapshot: PreparedSnapshot, request: ConsumerGroupInstallAssignmentRequest
-) -> dict[str, dict[Uuid, frozenset[int]]]:
-    """Check the installed assignment against the prepared group; INVALID_REQUEST names the rule."""
-
-    def invalid(rule: str, detail: str) -> KafkaApiError:
-        return KafkaApiError(ErrorCode.INVALID_REQUEST, f"Invalid assignment (rule: {rule}): {detail}")
-
-    owner: dict[tuple[Uuid, int], str] = {}
-    result: dict[str, dict[Uuid, frozenset[int]]] = {}
-    seen_members: set[str] = set()
-    for entry in request.members:
-        if entry.member_id not in snapshot.subscriptions:
-            raise invalid(
-                "only members of the group at the prepared epoch",
-                f"member {entry.member_id} was not a member at epoch {snapshot.group_epoch}",
-            )
-        if entry.member_id in seen_members:
-            raise invalid("one entry per member", f"member {entry.member_id} appears twice")
-        seen_members.add(entry.member_id)
-        assignment: dict[Uuid, set[int]] = {}
-        for tp in entry.topic_partitions:
-            count = snapshot.partitions.get(tp.topic_id)
-            if count is None:
-                raise invalid("only subscribed topics", f"topic {tp.topic_id} is not subscribed by the group")
-            if tp.topic_id not in snapshot.subscriptions[entry.member_id]:
-                raise invalid(
-                    "only to members subscribed to the topic",
-                    f"member {entry.member_id} does not subscribe to topic {tp.topic_id}",
-                )
-            for partition in tp.partitions:
-                if not 0 <= partition < count:
-                    raise invalid(
-                        "only existing partitions",
-                        f"topic {tp.topic_id} has {count} partitions, got partition {partition}",
-                    )
-                holder = owner.get((tp.topic_id, partition))
-                if holder is not None:
-                    raise invalid(
-                        "each partition assigned exactly once",
-                        f"{tp.topic_id}-{partition} is assigned to {holder} and {entry.member_id}",
-                    )
-                owner[(tp.topic_id, partition)] = entry.member_id
-                assignment.setdefault(tp.topic_id, set()).add(partition)
-        result[entry.member_id] = {t: frozenset(p) for t, p in assignment.items()}
-    for topic_id, count in sorted(snapshot.partitions.items(), key=lambda item: str(item[0])):
-        missing = [p for p in range(count) if (topic_id, p) not in owner]
-        if missing:
-            raise invalid(
-                "every partition of every subscribed topic assigned",
-                f"topic {topic_id} partitions {missing[:10]} are not assigned",
-            )
-    return result
 
 
 def to_topic_partitions(items: Iterable[tuple[Uuid, Iterable[int]]]) -> list[TopicPartitions]:

@@ -7,22 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ...protocol.uuid import Uuid
-from .assignor_api import ServerAssignor
+from ...assignment.interface import ServerAssignor
+from ...assignment.validation import GroupSnapshot
 from .config import CoordinatorConfig
 from .metadata import MetadataImage
 from .state import CoordinatorState, RecordWriter
 from .timers import Timers
-
-
-@dataclass
-class PreparedSnapshot:
-    """The group as a ConsumerGroupPrepareAssignment response described it, kept to validate the
-    matching install (EXTENSIONS.md §2: validation is against the state of GroupEpoch)."""
-
-    group_epoch: int
-    subscriptions: dict[str, frozenset[Uuid]]
-    partitions: dict[Uuid, int]
 
 
 @dataclass
@@ -36,7 +26,9 @@ class ClientAssignmentRun:
     #: True until the chosen member calls PrepareAssignment (its heartbeats keep telling it).
     awaiting_prepare: bool = True
     tried: set[str] = field(default_factory=set)
-    prepared: dict[int, PreparedSnapshot] = field(default_factory=dict)
+    #: The group as each ConsumerGroupPrepareAssignment response described it, by group epoch, to
+    #: validate the matching install (docs/assignor-protocol.md §4: against the state of GroupEpoch).
+    prepared: dict[int, GroupSnapshot] = field(default_factory=dict)
 
 
 @dataclass

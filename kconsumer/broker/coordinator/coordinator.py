@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ...assignment.interface import ServerAssignor
 from ...errors import KafkaApiError
 from ...patterns import matching_topics
 from ...protocol.api import ApiKey
@@ -38,7 +39,6 @@ from ...protocol.messages.offsets import (
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from . import client_assignment, describe, heartbeat, offsets
-from .assignor_api import ServerAssignor
 from .assignors import resolve_assignors
 from .config import CoordinatorConfig
 from .context import ClientAssignmentRun, Context, rebalance_timer, session_timer

@@ -2,7 +2,7 @@
 
 One heartbeat: validate the request; take the leave path for epochs -1/-2; otherwise find or
 create the group and the member (dynamic or static), check the epoch, update the member, bump
-the group epoch when its subscription (or client-side assignor metadata, EXTENSIONS.md §3.3)
+the group epoch when its subscription (or client-side assignor metadata, docs/assignor-protocol.md §5)
 changed, compute a new target when due, reconcile the member towards its target, and answer.
 Every validation happens before the first record is written.
 """
@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...assignment.announcements import AnnouncedAssignor
+from ...assignment.interface import PartitionAssignorError
+from ...assignment.versions import VersionRange
 from ...errors import ErrorCode, KafkaApiError
 from ...patterns import InvalidPatternError, compile_pattern
 from ...protocol.messages.consumer_group import (
@@ -22,18 +25,16 @@ from ...protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatResponse,
 )
 from ...protocol.uuid import Uuid
-from .assignor_api import PartitionAssignorError
 from .client_assignment import request_client_assignment, select_assignor, should_compute, to_topic_partitions
 from .context import Context, rebalance_timer, session_timer
 from .membership import bump_group_epoch, drop_unused_regexes, fence_member, remove_member
 from .model import (
     AssignedPartitions,
-    ClientAssignorSpec,
     ConsumerGroup,
     ConsumerGroupMember,
     CurrentAssignment,
     MemberAssignmentState,
-    MemberMetadata,
+    MemberRegistration,
     ResolvedRegex,
 )
 from .reconciliation import reconcile, same_assigned_partitions
@@ -58,7 +59,7 @@ def _blank(value: str | None) -> bool:
 
 
 def validate(ctx: Context, request: ConsumerGroupHeartbeatRequest, version: int) -> None:
-    """The request checks of facts §5.2 plus the extension's (EXTENSIONS.md §1)."""
+    """The request checks of facts §5.2 plus the extension's (docs/assignor-protocol.md §1)."""
     epoch = request.member_epoch
     if (version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and not request.member_id.strip():
         raise _invalid("MemberId can't be empty.")
@@ -94,7 +95,8 @@ def validate(ctx: Context, request: ConsumerGroupHeartbeatRequest, version: int)
                 raise _invalid(f"ClientAssignors names must be non-empty and unique: {assignor.name!r}.")
             names.add(assignor.name)
             low, high, used = assignor.minimum_version, assignor.maximum_version, assignor.metadata_version
-            if low < -1 or high < 0 or high < low or not low <= used <= high:
+            versions = VersionRange(low, high)
+            if versions.problem() is not None or not versions.covers(used):
                 raise _invalid(
                     f"ClientAssignor {assignor.name}: versions must satisfy -1 <= MinimumVersion <= "
                     f"MetadataVersion <= MaximumVersion and MaximumVersion >= 0 (got {low}, {used}, {high})."
@@ -203,7 +205,7 @@ def _heartbeat(
         group = _create_group(ctx, request.group_id)
     if replaced is not None:
         member = _replace_static_member(ctx, group, replaced, member_id)
-    old_metadata = member.metadata if member is not None else MemberMetadata(member_id)
+    old_metadata = member.metadata if member is not None else MemberRegistration(member_id)
     new_metadata = _updated_metadata(old_metadata, request, client_id, client_host)
     if member is None or new_metadata != old_metadata:
         ctx.writer.write(MemberMetadataRecord(group.group_id, new_metadata))
@@ -330,8 +332,8 @@ def _replace_static_member(
 
 
 def _updated_metadata(
-    old: MemberMetadata, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
-) -> MemberMetadata:
+    old: MemberRegistration, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
+) -> MemberRegistration:
     """Facts §5.6 step 1: only the fields that were sent change; client id/host always."""
     changes: dict[str, object] = {"client_id": client_id, "client_host": client_host}
     if request.instance_id is not None:
@@ -348,20 +350,25 @@ def _updated_metadata(
         changes["subscribed_topic_regex"] = request.subscribed_topic_regex or None
     if request.client_assignors is not None:
         changes["client_assignors"] = tuple(
-            ClientAssignorSpec(
-                a.name, a.minimum_version, a.maximum_version, a.reason, a.metadata_version, a.metadata_bytes
+            AnnouncedAssignor(
+                name=a.name,
+                minimum_version=a.minimum_version,
+                maximum_version=a.maximum_version,
+                metadata_version=a.metadata_version,
+                metadata_bytes=a.metadata_bytes,
+                reason=a.reason,
             )
             for a in request.client_assignors
         )
     return dataclasses.replace(old, **changes)  # type: ignore[arg-type]
 
 
-def _assignor_metadata_changed(old: MemberMetadata, new: MemberMetadata) -> bool:
-    """EXTENSIONS.md §3.3: a Reason turning non-zero, or new metadata, asks for a new assignment;
+def _assignor_metadata_changed(old: MemberRegistration, new: MemberRegistration) -> bool:
+    """docs/assignor-protocol.md §5: a Reason turning non-zero, or new metadata, asks for a new assignment;
     so does a change of the assignors themselves (names, order, versions), which may change the
     selection. A Reason going back to zero does not."""
 
-    def without_reason(metadata: MemberMetadata) -> list[tuple[object, ...]]:
+    def without_reason(metadata: MemberRegistration) -> list[tuple[object, ...]]:
         return [dataclasses.astuple(dataclasses.replace(a, reason=0)) for a in metadata.client_assignors]
 
     if without_reason(old) != without_reason(new):
@@ -453,7 +460,7 @@ def _response(
     request: ConsumerGroupHeartbeatRequest,
     assigned_before: AssignedPartitions,
 ) -> ConsumerGroupHeartbeatResponse:
-    """Facts §5.8 step 7, plus the extension fields (EXTENSIONS.md §1)."""
+    """Facts §5.8 step 7, plus the extension fields (docs/assignor-protocol.md §1)."""
     response = ConsumerGroupHeartbeatResponse(
         member_id=member.member_id,
         member_epoch=member.member_epoch,
@@ -469,7 +476,7 @@ def _response(
     target = group.target_of(member.member_id)
     # A member reaching the epoch of a client-side assignment with nothing left to receive gets
     # its AssignmentMetadata even if its partitions did not change (a member that only revoked):
-    # on_assignment is called once per epoch (EXTENSIONS.md §4.3). One still waiting for
+    # on_assignment is called once per epoch (docs/assignor-protocol.md §6). One still waiting for
     # partitions gets it with them.
     reached_client_epoch = (
         target.assignor_output is not None

@@ -6,8 +6,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ...assignment.interface import TopicMetadata
 from ...protocol.uuid import Uuid
-from .assignor_api import TopicMetadata
 
 
 @dataclass(frozen=True)

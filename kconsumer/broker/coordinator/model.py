@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ...assignment.announcements import AnnouncedAssignor, AssignorOutput
+from ...assignment.interface import PartitionsByTopicId
 from ...protocol.uuid import Uuid
-from .assignor_api import Assignment
 
 #: Partition → the epoch at which the member was assigned it (Kafka 4.3, KIP-1251).
 AssignedPartitions = Mapping[Uuid, Mapping[int, int]]
@@ -40,23 +41,9 @@ class GroupState(enum.Enum):
 
 
 @dataclass(frozen=True)
-class ClientAssignorSpec:
-    """A client-side assignor a member supports, with its metadata (EXTENSIONS.md §1)."""
-
-    name: str
-    minimum_version: int
-    maximum_version: int
-    reason: int
-    metadata_version: int
-    metadata_bytes: bytes
-
-    def covers(self, version: int) -> bool:
-        return self.minimum_version <= version <= self.maximum_version
-
-
-@dataclass(frozen=True)
-class MemberMetadata:
-    """What a member told the coordinator about itself (persisted by MemberMetadataRecord)."""
+class MemberRegistration:
+    """What a member told the coordinator about itself (persisted by MemberMetadataRecord, Kafka's
+    name; not the assignor API's `kconsumer.MemberMetadata`)."""
 
     member_id: str
     instance_id: str | None = None
@@ -66,10 +53,10 @@ class MemberMetadata:
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
-    client_assignors: tuple[ClientAssignorSpec, ...] = ()
+    client_assignors: tuple[AnnouncedAssignor, ...] = ()
     rebalance_timeout_ms: int = -1
 
-    def client_assignor(self, name: str) -> ClientAssignorSpec | None:
+    def client_assignor(self, name: str) -> AnnouncedAssignor | None:
         for assignor in self.client_assignors:
             if assignor.name == name:
                 return assignor
@@ -97,7 +84,7 @@ class CurrentAssignment:
 class ConsumerGroupMember:
     """A member: its metadata plus its current assignment."""
 
-    metadata: MemberMetadata
+    metadata: MemberRegistration
     current: CurrentAssignment = field(default_factory=CurrentAssignment)
 
     @property
@@ -118,20 +105,11 @@ class ConsumerGroupMember:
 
 
 @dataclass(frozen=True)
-class AssignorOutput:
-    """What a client-side assignor computed for one member besides its partitions."""
-
-    error: int = 0
-    metadata_version: int = 0
-    metadata_bytes: bytes = b""
-
-
-@dataclass(frozen=True)
 class TargetMember:
     """One member's entry in the target assignment. `assignor_output` is set when a client-side
     assignor computed it (None for server-side assignors)."""
 
-    partitions: Assignment
+    partitions: PartitionsByTopicId
     assignor_output: AssignorOutput | None = None
 
 
@@ -206,7 +184,7 @@ class ConsumerGroup:
                 names.update(resolved.topics)
         return names
 
-    def member_topic_names(self, metadata: MemberMetadata) -> set[str]:
+    def member_topic_names(self, metadata: MemberRegistration) -> set[str]:
         """The topic names one member subscribes to (names plus its resolved regex)."""
         names = set(metadata.subscribed_topic_names)
         if metadata.subscribed_topic_regex:
@@ -226,7 +204,7 @@ class ConsumerGroup:
 
     # -- index maintenance (called by replay only) -------------------------------------------
 
-    def _index_subscription(self, metadata: MemberMetadata, sign: int) -> None:
+    def _index_subscription(self, metadata: MemberRegistration, sign: int) -> None:
         for name in set(metadata.subscribed_topic_names):
             self.subscribed_names[name] += sign
             if self.subscribed_names[name] <= 0:
@@ -260,6 +238,6 @@ def _owned(current: CurrentAssignment) -> Iterable[tuple[Uuid, Iterable[int]]]:
     yield from current.pending_revocation.items()
 
 
-def assignment_equal(left: Assignment, right: Assignment) -> bool:
+def assignment_equal(left: PartitionsByTopicId, right: PartitionsByTopicId) -> bool:
     """Equality of two assignments, ignoring topics with no partition."""
     return {t: p for t, p in left.items() if p} == {t: p for t, p in right.items() if p}

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ...assignment.interface import PartitionsByTopicId
 from ...errors import ErrorCode, FencedMemberEpochError
 from ...protocol.uuid import Uuid
-from .assignor_api import Assignment
 from .model import AssignedPartitions, CurrentAssignment, MemberAssignmentState
 
 #: Returns the member holding a partition (assigned or pending revocation), or None.
@@ -39,8 +39,8 @@ def reconcile(
     member_id: str,
     current: CurrentAssignment,
     target_epoch: int,
-    target: Assignment,
-    owned: Assignment | None,
+    target: PartitionsByTopicId,
+    owned: PartitionsByTopicId | None,
     owner_of: OwnerLookup,
     subscribed_topic_ids: frozenset[Uuid],
     subscription_changed: bool,
@@ -84,7 +84,7 @@ def reconcile(
     return _next_assignment(member_id, current, target_epoch, target_epoch, target, owned, owner_of)
 
 
-def _owns_any(owned: Assignment | None, partitions: AssignedPartitions) -> bool:
+def _owns_any(owned: PartitionsByTopicId | None, partitions: AssignedPartitions) -> bool:
     """Whether the client still reports any of `partitions` (None = it did not say: assume yes)."""
     if not any(partitions.values()):
         return False
@@ -94,7 +94,7 @@ def _owns_any(owned: Assignment | None, partitions: AssignedPartitions) -> bool:
 
 
 def _drop_unsubscribed(
-    current: CurrentAssignment, subscribed_topic_ids: frozenset[Uuid], owned: Assignment | None
+    current: CurrentAssignment, subscribed_topic_ids: frozenset[Uuid], owned: PartitionsByTopicId | None
 ) -> CurrentAssignment:
     """Revoke the assigned partitions of topics the member no longer subscribes to."""
     kept: dict[Uuid, Mapping[int, int]] = {}
@@ -130,8 +130,8 @@ def _next_assignment(
     current: CurrentAssignment,
     member_epoch: int,
     target_epoch: int,
-    target: Assignment,
-    owned: Assignment | None,
+    target: PartitionsByTopicId,
+    owned: PartitionsByTopicId | None,
     owner_of: OwnerLookup,
 ) -> CurrentAssignment:
     assigned: dict[Uuid, dict[int, int]] = {}

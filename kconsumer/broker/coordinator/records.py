@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...protocol.uuid import Uuid
-from .model import CurrentAssignment, MemberMetadata, ResolvedRegex, TargetMember
+from .model import CurrentAssignment, MemberRegistration, ResolvedRegex, TargetMember
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class MemberMetadataRecord:
     """A member joined or changed what it told the coordinator."""
 
     group_id: str
-    metadata: MemberMetadata
+    metadata: MemberRegistration
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from .model import ConsumerGroup, ConsumerGroupMember, CurrentAssignment, MemberMetadata
+from .model import ConsumerGroup, ConsumerGroupMember, CurrentAssignment, MemberRegistration
 from .records import (
     CurrentAssignmentRecord,
     CurrentAssignmentTombstone,
@@ -180,7 +180,7 @@ class CoordinatorState:
         group = self._get_or_create(record.group_id)
         member = group.members.get(record.member_id)
         if member is None:  # a record for a member whose metadata comes later; keep it
-            member = ConsumerGroupMember(MemberMetadata(record.member_id))
+            member = ConsumerGroupMember(MemberRegistration(record.member_id))
             group.members[record.member_id] = member
         group._index_ownership(member.member_id, member.current, add=False)
         group._index_ownership(member.member_id, record.current, add=True)

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...protocol.uuid import Uuid
-from .assignor_api import (
+from ...assignment.interface import (
     GroupSpec,
     MemberSpec,
     ServerAssignor,
     SubscriptionType,
     TopicMetadata,
 )
+from ...protocol.uuid import Uuid
 from .metadata import MetadataImage
-from .model import ConsumerGroup, MemberMetadata, TargetMember
+from .model import ConsumerGroup, MemberRegistration, TargetMember
 from .records import TargetMemberRecord, TargetMemberTombstone, TargetMetadataRecord
 from .state import RecordWriter
 
 
 def subscribed_topic_ids(
-    group: ConsumerGroup, metadata: MemberMetadata, image: MetadataImage
+    group: ConsumerGroup, metadata: MemberRegistration, image: MetadataImage
 ) -> frozenset[Uuid]:
     """The ids of the existing topics a member subscribes to, by name or through its regex."""
     return image.topic_ids(group.member_topic_names(metadata))

@@ -10,7 +10,12 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ...assignment.announcements import AnnouncedAssignor, AssignorOutput
 from ...protocol.uuid import Uuid
+
+#: The shared types under their old member-side names (the member code will move to the new ones).
+ClientAssignor = AnnouncedAssignor
+AssignmentMetadata = AssignorOutput
 
 
 @dataclass(frozen=True)
@@ -123,46 +128,6 @@ class Subscription:
     def is_empty(self) -> bool:
         """True when it subscribes to nothing."""
         return self.pattern is None and not self.topics
-
-
-@dataclass(frozen=True)
-class ClientAssignor:
-    """A local (client-side) assignor as the heartbeat announces it (EXTENSIONS.md §1).
-
-    `name`, `minimum_version` and `maximum_version` come from the configured assignor; `reason`,
-    `metadata_version` and `metadata_bytes` are its current member metadata.
-    """
-
-    name: str
-    minimum_version: int
-    maximum_version: int
-    metadata_version: int
-    metadata_bytes: bytes = b""
-    reason: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("a client assignor needs a name")
-        if self.minimum_version < -1 or self.maximum_version < 0:
-            raise ValueError(f"assignor {self.name}: minimum_version >= -1 and maximum_version >= 0")
-        if self.minimum_version > self.maximum_version:
-            raise ValueError(f"assignor {self.name}: minimum_version > maximum_version")
-        if not self.minimum_version <= self.metadata_version <= self.maximum_version:
-            raise ValueError(
-                f"assignor {self.name}: metadata version {self.metadata_version} is outside "
-                f"[{self.minimum_version}, {self.maximum_version}]"
-            )
-        if not -128 <= self.reason <= 127:
-            raise ValueError(f"assignor {self.name}: reason {self.reason} is not an int8")
-
-
-@dataclass(frozen=True)
-class AssignmentMetadata:
-    """What the client-side assignor computed for this member (response tag 10001)."""
-
-    error: int
-    metadata_version: int
-    metadata_bytes: bytes
 
 
 @dataclass(frozen=True)

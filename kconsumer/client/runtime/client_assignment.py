@@ -31,26 +31,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...assignor import (
-    AssignmentMemberSpec,
-    AssignmentSpec,
-    AssignmentTopicMetadata,
+from ...assignment.assignor import (
     AssignorError,
     AssignorFailedError,
-    GroupAssignment,
     GroupMetadata,
     MemberAssignment,
-    MemberMetadata,
     assignor_metadata,
 )
-from ...broker.coordinator.client_assignment import validate_assignment
-from ...broker.coordinator.context import PreparedSnapshot
+from ...assignment.conversions import (
+    Prepared,
+    build_spec,
+    install_members,
+    name_topic_ids,
+    previous_target,
+    unknown_topic_ids,
+)
 from ...errors import ConfigError, ErrorCode, KafkaApiError
-from ...protocol.messages.consumer_group import TopicPartitions
 from ...protocol.messages.extensions import (
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
@@ -59,7 +58,6 @@ from ...protocol.messages.extensions import (
     InstalledMember,
 )
 from ...protocol.negotiation import NoCommonVersionError
-from ...protocol.uuid import Uuid
 from ..config import ConsumerConfig
 from ..member.effects import InvokeCallback, ReportError
 from ..member.events import AssignorMetadataUpdated, ClientAssignmentResult, RequestAssignment
@@ -71,139 +69,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kconsumer")
 
 _KEY = "group.local.assignors"
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A PrepareAssignment response in the assignor's terms, with the id <-> name maps."""
-
-    spec: AssignmentSpec
-    ids: Mapping[str, Uuid]
-    names: Mapping[Uuid, str]
-    response: ConsumerGroupPrepareAssignmentResponse
-
-
-def unknown_topic_ids(
-    response: ConsumerGroupPrepareAssignmentResponse, known: Mapping[Uuid, str]
-) -> list[Uuid]:
-    """Topic ids of the response that neither its topic list nor `known` names."""
-    named = {t.topic_id for t in response.topics} | set(known)
-    found: set[Uuid] = set()
-    for member in response.members:
-        found.update(member.subscribed_topic_ids)
-        found.update(tp.topic_id for tp in member.topic_partitions)
-    return sorted(found - named)
-
-
-def build_spec(
-    group_id: str, response: ConsumerGroupPrepareAssignmentResponse, known: Mapping[Uuid, str]
-) -> Prepared:
-    """The `AssignmentSpec` of a PrepareAssignment response. Names come from the response's
-    topics first, then from `known`; a topic id named by neither (a deleted topic in a target)
-    is left out."""
-    names: dict[Uuid, str] = {tid: name for tid, name in known.items()}
-    names.update({t.topic_id: t.topic_name for t in response.topics})
-    topics = {
-        t.topic_name: AssignmentTopicMetadata(t.topic_name, t.num_partitions)
-        for t in sorted(response.topics, key=lambda t: t.topic_name)
-    }
-    members: dict[str, AssignmentMemberSpec] = {}
-    for m in response.members:
-        target: dict[str, list[int]] = {}
-        for tp in m.topic_partitions:
-            if tp.topic_id in names:
-                target.setdefault(names[tp.topic_id], []).extend(tp.partitions)
-            else:
-                log.info(
-                    "group %s: target of %s names unknown topic id %s", group_id, m.member_id, tp.topic_id
-                )
-        members[m.member_id] = AssignmentMemberSpec(
-            member_id=m.member_id,
-            instance_id=m.instance_id,
-            rack_id=m.rack_id,
-            subscribed_topics=frozenset(names[t] for t in m.subscribed_topic_ids if t in names),
-            reason=m.assignor.reason,
-            metadata=MemberMetadata(m.assignor.metadata_version, bytes(m.assignor.metadata_bytes)),
-            target_partitions={t: tuple(sorted(set(p))) for t, p in sorted(target.items())},
-            member_epoch=m.member_epoch,
-        )
-    spec = AssignmentSpec(
-        members=members,
-        topics=topics,
-        group_id=group_id,
-        group_epoch=response.group_epoch,
-        assignor_name=response.assignor_name,
-    )
-    ids = {t.topic_name: t.topic_id for t in response.topics}
-    return Prepared(spec, ids, names, response)
-
-
-def install_members(prepared: Prepared, result: Any) -> tuple[int, list[InstalledMember]]:
-    """The (Error, Members) of the InstallAssignment request for an assignor's `result`. Raises
-    `AssignorFailedError` for a result that cannot be sent (wrong type, topic not in the spec)."""
-    if not isinstance(result, GroupAssignment):
-        raise AssignorFailedError(f"assign() must return a GroupAssignment, got {type(result).__name__}")
-    members = []
-    for member_id, assignment in sorted(result.members.items()):
-        topic_partitions = []
-        for topic, partitions in sorted(assignment.partitions.items()):
-            topic_id = prepared.ids.get(topic)
-            if topic_id is None:
-                raise AssignorFailedError(
-                    f"invalid assignment (rule: only subscribed topics): topic {topic!r} of member "
-                    f"{member_id} is not subscribed by the group (not in spec.topics)"
-                )
-            topic_partitions.append(TopicPartitions(topic_id=topic_id, partitions=list(partitions)))
-        version = assignment.version
-        if version is None:
-            member = prepared.spec.members.get(member_id)
-            version = 0 if member is None else member.metadata.version
-        members.append(
-            InstalledMember(
-                member_id=member_id,
-                topic_partitions=topic_partitions,
-                metadata_version=version,
-                metadata_bytes=assignment.data,
-            )
-        )
-    return result.error, members
-
-
-def previous_target(prepared: Prepared) -> list[InstalledMember] | None:
-    """Every member's current target, as an install, if it is still a valid assignment of the
-    prepared group (the coordinator's own rules); else None."""
-    response = prepared.response
-    members = [
-        InstalledMember(
-            member_id=m.member_id,
-            topic_partitions=list(m.topic_partitions),
-            metadata_version=m.assignor.metadata_version,
-            metadata_bytes=b"",
-        )
-        for m in response.members
-    ]
-    snapshot = PreparedSnapshot(
-        response.group_epoch,
-        {m.member_id: frozenset(m.subscribed_topic_ids) for m in response.members},
-        {t.topic_id: t.num_partitions for t in response.topics},
-    )
-    request = ConsumerGroupInstallAssignmentRequest(
-        group_id="", member_id="", member_epoch=0, group_epoch=response.group_epoch, error=0, members=members
-    )
-    try:
-        validate_assignment(snapshot, request)
-    except KafkaApiError:
-        return None
-    return members
-
-
-def name_topic_ids(message: str | None, names: Mapping[Uuid, str]) -> str | None:
-    """`message` with each topic id it mentions followed by the topic's name."""
-    if not message:
-        return message
-    for topic_id, name in names.items():
-        message = message.replace(str(topic_id), f"{topic_id} ({name!r})")
-    return message
 
 
 class LocalAssignors:

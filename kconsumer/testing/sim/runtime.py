@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...broker.coordinator.assignor_api import (
+from ...assignment.interface import (
     GroupSpec,
     MemberSpec,
     PartitionAssignorError,

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
-from ....protocol.uuid import Uuid
-from ..assignor_api import Assignment, MemberSpec, TopicMetadata
+from ...protocol.uuid import Uuid
+from ..interface import MemberSpec, PartitionsByTopicId, TopicMetadata
 from ._common import Chunker, sorted_topics, topic_key
 from ._previous import import_previous
 
@@ -45,7 +45,7 @@ def assign_homogeneous(
     members: Sequence[MemberSpec],
     subscribed: frozenset[Uuid],
     topics: Mapping[Uuid, TopicMetadata],
-) -> dict[str, Assignment]:
+) -> dict[str, PartitionsByTopicId]:
     """The new target of a homogeneous group; `members` are in `member_ids` (sorted) order.
 
     `topics` maps every id of `subscribed` to its metadata (checked by the caller).
@@ -65,7 +65,7 @@ def assign_homogeneous(
         dealt = _deal(fresh, [(n - extra, min_quota), (extra, min_quota + 1)])
         return dict(zip(member_ids, dealt, strict=True))
 
-    out: list[Assignment] = [{} for _ in range(n)]
+    out: list[PartitionsByTopicId] = [{} for _ in range(n)]
     unfilled: list[tuple[int, int]] = []  # (member index, partitions still to receive)
     runs = _keep_previous(previous, counts, min_quota, extra, out, unfilled)
     _fill(runs, unfilled, out)
@@ -73,11 +73,11 @@ def assign_homogeneous(
 
 
 def _keep_previous(
-    previous: list[Assignment],
+    previous: list[PartitionsByTopicId],
     counts: dict[Uuid, int],
     min_quota: int,
     extra: int,
-    out: list[Assignment],
+    out: list[PartitionsByTopicId],
     unfilled: list[tuple[int, int]],
 ) -> list[_Run]:
     """Steps 1 and 2: what each member keeps, its remaining quota, and the partitions to hand out.
@@ -121,7 +121,7 @@ def _keep_previous(
     return runs + revoked
 
 
-def _deal(topics: list[tuple[Uuid, int]], quotas: list[tuple[int, int]]) -> list[Assignment]:
+def _deal(topics: list[tuple[Uuid, int]], quotas: list[tuple[int, int]]) -> list[PartitionsByTopicId]:
     """Step 3 when no member keeps anything: `quotas` lists (members, partitions each) in order.
 
     Each member takes the next partitions of the `topics` (id, partition count), which hold
@@ -130,7 +130,7 @@ def _deal(topics: list[tuple[Uuid, int]], quotas: list[tuple[int, int]]) -> list
     ``dict.fromkeys`` over a one-key dict makes each mapping without hashing the topic id again.
     """
     chunker = Chunker()
-    out: list[Assignment] = []
+    out: list[PartitionsByTopicId] = []
     topic_index = 0
     topic_id, count = topics[0]  # not empty: the group has partitions
     pos = 0
@@ -168,7 +168,7 @@ def _deal(topics: list[tuple[Uuid, int]], quotas: list[tuple[int, int]]) -> list
     return out
 
 
-def _fill(runs: list[_Run], unfilled: list[tuple[int, int]], out: list[Assignment]) -> None:
+def _fill(runs: list[_Run], unfilled: list[tuple[int, int]], out: list[PartitionsByTopicId]) -> None:
     """Step 3: hand the runs out, in order, to the members below their quota."""
     if not unfilled:
         return

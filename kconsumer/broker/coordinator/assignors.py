@@ -1,48 +1,40 @@
-"""Server-side assignors: the built-in ``uniform`` and ``range``, and a registry for custom ones.
+"""The coordinator's server-side assignors: a registry over the shared algorithms
+(`kconsumer.assignment.algorithms`: ``uniform`` and ``range``) and custom ones.
 
 ``group.consumer.assignors`` (`CoordinatorConfig.assignors`) lists assignors, the first being the
 default (facts §5.16). An entry is the name of a registered assignor (``uniform``, ``range`` or one
 added with `register_assignor`), or ``"package.module:Class"``: an importable class implementing
 `ServerAssignor` (built with no arguments) or an importable assignor instance. Members ask for an
 assignor by its ``name``; `resolve_assignors` turns the configured entries into instances.
-
-Every assignor here is pure and deterministic: the result depends only on the `GroupSpec`.
-`validate_assignment` checks any assignor's result against the `ServerAssignor.assign` contract
-(useful for custom ones).
+`kconsumer.assignment.validation.validate_result` checks any assignor's result against the
+`ServerAssignor.assign` contract (useful for custom ones).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import cast
 
-from ..assignor_api import ServerAssignor
-from .range_assignor import RangeAssignor
-from .uniform import UniformAssignor
-from .uniform_heterogeneous import MAX_ITERATION_COUNT
-from .validation import validate_assignment
+from ...assignment.algorithms import RangeServerAssignor, UniformServerAssignor
+from ...assignment.interface import ServerAssignor
+from ...assignment.loading import LoadError, NotATargetError, load_object
 
 __all__ = [
     "ASSIGNORS",
     "DEFAULT_ASSIGNORS",
-    "MAX_ITERATION_COUNT",
-    "RangeAssignor",
-    "UniformAssignor",
     "UnknownAssignorError",
     "assignor_by_name",
     "load_assignor",
     "register_assignor",
     "resolve_assignors",
     "unregister_assignor",
-    "validate_assignment",
 ]
 
 #: Kafka's default ``group.consumer.assignors``: the first entry is the default assignor.
 DEFAULT_ASSIGNORS: tuple[str, ...] = ("uniform", "range")
 
-_BUILT_IN: dict[str, ServerAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+_BUILT_IN: dict[str, ServerAssignor] = {"uniform": UniformServerAssignor(), "range": RangeServerAssignor()}
 _registry: dict[str, ServerAssignor] = dict(_BUILT_IN)
 _loaded: dict[str, ServerAssignor] = {}
 
@@ -86,16 +78,12 @@ def load_assignor(target: str) -> ServerAssignor:
     cached = _loaded.get(target)
     if cached is not None:
         return cached
-    module_name, sep, attribute = target.partition(":")
-    if not sep or not module_name or not attribute:
-        raise UnknownAssignorError(f"not an assignor name or 'module:Class' path: {target!r}")
     try:
-        obj: object = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise UnknownAssignorError(f"cannot load the assignor {target!r}: {exc}") from exc
-    assignor = obj() if isinstance(obj, type) else obj
+        assignor = load_object(target)
+    except NotATargetError:
+        raise UnknownAssignorError(f"not an assignor name or 'module:Class' path: {target!r}") from None
+    except LoadError as exc:
+        raise UnknownAssignorError(f"cannot load the assignor {target!r}: {exc}") from exc.__cause__
     _check_assignor(assignor, target)
     _loaded[target] = cast(ServerAssignor, assignor)
     return _loaded[target]

@@ -1,4 +1,5 @@
-"""The ``uniform`` server-side assignor, Kafka's default (facts §6.1).
+"""The ``uniform`` assignment algorithm (facts §6.1): Kafka's default server-side assignor, run on a
+member by `kconsumer.assignors.UniformAssignor`.
 
 It picks its algorithm from the group's subscription type: `assign_homogeneous` when every member
 subscribes to the same topics, `HeterogeneousBuilder` otherwise. Both put balance before
@@ -7,19 +8,19 @@ stickiness. Like Kafka 4.3 it ignores racks.
 
 from __future__ import annotations
 
-from ..assignor_api import Assignment, GroupSpec
+from ..interface import GroupSpec, PartitionsByTopicId
 from ._common import check_topics_exist, common_subscription
 from .uniform_heterogeneous import HeterogeneousBuilder
 from .uniform_homogeneous import assign_homogeneous
 
 
-class UniformAssignor:
+class UniformServerAssignor:
     """Balanced, then sticky: member partition counts differ by at most one when subscriptions agree."""
 
     #: The name members ask for (``ServerAssignor`` in the heartbeat) and the config lists.
     name = "uniform"
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
         """The new target of every member of `spec` (see `ServerAssignor.assign`).
 
         Raises `PartitionAssignorError` when a member subscribes to a topic id missing from
@@ -36,4 +37,4 @@ class UniformAssignor:
         return HeterogeneousBuilder(member_ids, members, spec.topics).build()
 
     def __repr__(self) -> str:
-        return "UniformAssignor()"
+        return "UniformServerAssignor()"

@@ -1,8 +1,10 @@
-"""The interface between the coordinator and its server-side assignors (`uniform`, `range`, custom).
+"""The by-topic-id interface of assignment algorithms (`uniform`, `range`, custom ones).
 
-The coordinator builds a `GroupSpec` from its members' subscriptions (topic names and resolved
-regexes, already turned into topic ids that exist in the metadata image) and their current *target*
-assignments, calls `ServerAssignor.assign`, and diffs the result against the previous target.
+The coordinator runs these algorithms as its server-side assignors: it builds a `GroupSpec` from
+its members' subscriptions (topic names and resolved regexes, already turned into topic ids that
+exist in the metadata image) and their current *target* assignments, calls `ServerAssignor.assign`,
+and diffs the result against the previous target. The client's built-in `RangeAssignor` and
+`UniformAssignor` (`kconsumer.assignment.builtin`) run the same algorithms on a member.
 Assignors are pure: same spec in, same assignment out (no clock, no randomness).
 """
 
@@ -13,12 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ...protocol.uuid import Uuid
+from ..protocol.uuid import Uuid
 
-#: A member's partitions, by topic id. Topics with no partition are left out.
-Assignment = Mapping[Uuid, frozenset[int]]
-
-EMPTY_ASSIGNMENT: Assignment = {}
+#: A member's partitions, by topic id. Topics with no partition are left out. (Not the wire
+#: struct `kconsumer.protocol.messages.consumer_group.Assignment`.)
+PartitionsByTopicId = Mapping[Uuid, frozenset[int]]
 
 
 class SubscriptionType(enum.Enum):
@@ -51,7 +52,7 @@ class MemberSpec:
     rack_id: str | None
     subscribed_topic_ids: frozenset[Uuid]
     #: The member's current target assignment (what the previous computation gave it).
-    assignment: Assignment
+    assignment: PartitionsByTopicId
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,14 @@ class PartitionAssignorError(Exception):
 
 
 class ServerAssignor(Protocol):
-    """A server-side assignor, selected by `name` (``group.consumer.assignors``)."""
+    """An assignment algorithm by topic id, selected by `name`: the coordinator runs it as a
+    server-side assignor (``group.consumer.assignors``), `kconsumer.assignment.builtin`'s
+    `ServerAlgorithmAssignor` runs it on a member."""
 
     @property
     def name(self) -> str: ...
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
         """The new target: an entry for every member of `spec` (empty mappings allowed).
 
         Every partition of every topic that at least one member subscribes to is assigned to

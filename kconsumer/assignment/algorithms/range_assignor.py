@@ -1,4 +1,5 @@
-"""The ``range`` server-side assignor (facts §6.2).
+"""The ``range`` assignment algorithm (facts §6.2): the server-side assignor ``range``, run on a
+member by `kconsumer.assignors.RangeAssignor`.
 
 Members are ordered static first (by instance id), then dynamic (by member id). For each topic,
 its subscribers in that order take contiguous ranges: ``partitions // subscribers`` each, one more
@@ -16,18 +17,18 @@ from __future__ import annotations
 
 from itertools import chain, repeat
 
-from ....protocol.uuid import Uuid
-from ..assignor_api import Assignment, GroupSpec
+from ...protocol.uuid import Uuid
+from ..interface import GroupSpec, PartitionsByTopicId
 from ._common import Chunker, check_topics_exist, common_subscription, sorted_topics, static_first_order
 
 
-class RangeAssignor:
+class RangeServerAssignor:
     """Contiguous, co-partitioned ranges per topic; not sticky."""
 
     #: The name members ask for (``ServerAssignor`` in the heartbeat) and the config lists.
     name = "range"
 
-    def assign(self, spec: GroupSpec) -> dict[str, Assignment]:
+    def assign(self, spec: GroupSpec) -> dict[str, PartitionsByTopicId]:
         """The new target of every member of `spec` (see `ServerAssignor.assign`).
 
         Raises `PartitionAssignorError` when a member subscribes to a topic id missing from
@@ -93,7 +94,7 @@ class RangeAssignor:
         }
 
     def __repr__(self) -> str:
-        return "RangeAssignor()"
+        return "RangeServerAssignor()"
 
 
 def _ranges(chunker: Chunker, count: int, subscribers: int) -> list[frozenset[int]]:

@@ -36,8 +36,8 @@ from itertools import chain, groupby, repeat
 from operator import setitem
 from typing import cast
 
-from ....protocol.uuid import Uuid
-from ..assignor_api import Assignment, MemberSpec, TopicMetadata
+from ...protocol.uuid import Uuid
+from ..interface import MemberSpec, PartitionsByTopicId, TopicMetadata
 from ._common import Chunker, check_topics_exist
 from ._previous import FreePartitions, import_previous
 
@@ -119,7 +119,7 @@ class HeterogeneousBuilder:
         self._counts = {topic_id: topics[topic_id].num_partitions for topic_id in topic_classes}
 
         #: The sanitized previous target of each member (its own mapping when nothing was dropped).
-        self._previous: list[Assignment] = []
+        self._previous: list[PartitionsByTopicId] = []
         #: The member's new target while it differs from `_previous`, else None (copy on write).
         self._current: list[dict[Uuid, _Partitions] | None] = [None] * len(members)
         #: Members whose `_current` mapping holds mutable sets (from balancing moves).
@@ -128,7 +128,7 @@ class HeterogeneousBuilder:
         self._settled: dict[Uuid, int] = {}
         self._chunker = Chunker()
 
-    def build(self) -> dict[str, Assignment]:
+    def build(self) -> dict[str, PartitionsByTopicId]:
         """Run the three steps and return the new target of every member."""
         unassigned = self._import()
         counts = self._counts
@@ -150,7 +150,7 @@ class HeterogeneousBuilder:
             assert mapping is not None
             current[i] = {t: frozenset(s) for t, s in mapping.items()}
         # Every value is a frozenset again.
-        final = cast("list[Assignment | None]", current)
+        final = cast("list[PartitionsByTopicId | None]", current)
         return {
             member_id: previous if mine is None else mine
             for member_id, previous, mine in zip(self._member_ids, self._previous, final, strict=True)

@@ -1,9 +1,9 @@
 """Client-side partition assignors: the `PartitionAssignor` interface and the values it works with.
 
 With ``group.local.assignors`` the group's assignment is computed by one of its members instead of
-by the coordinator (EXTENSIONS.md; the KIP-848 seed's "Client-Side Mode"). Every member announces
-its assignors and its *member metadata* (a version and opaque bytes, from `metadata()`) in its
-heartbeats; the coordinator picks one member, which receives the whole group in an
+by the coordinator (docs/assignor-protocol.md; the KIP-848 seed's "Client-Side Mode"). Every member
+announces its assignors and its *member metadata* (a version and opaque bytes, from `metadata()`)
+in its heartbeats; the coordinator picks one member, which receives the whole group in an
 `AssignmentSpec`, runs `assign()` and installs the `GroupAssignment` it returns. Each member then
 gets its partitions, and `on_assignment()` once per epoch with what the assignor wrote for it.
 
@@ -41,7 +41,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import KConsumerError
+from ..errors import KConsumerError
+from .versions import VersionRange
 
 __all__ = [
     "AssignmentMemberSpec",
@@ -291,7 +292,7 @@ class PartitionAssignor(abc.ABC):
     ``group.local.assignors``, most preferred first.
 
     Subclasses set `name` (unique in the group; every member must list an assignor of that name
-    for it to be used, EXTENSIONS.md §3.1), the range of metadata versions they read, and
+    for it to be used, docs/assignor-protocol.md §5), the range of metadata versions they read, and
     implement `assign`. The coordinator asks a member whose range covers every member's
     metadata version.
     """
@@ -336,7 +337,7 @@ def assignor_metadata(assignor: Any) -> AssignorMetadata:
     meta = method() if callable(method) else AssignorMetadata(version=assignor.maximum_version)
     if not isinstance(meta, AssignorMetadata):
         raise TypeError(f"metadata() must return an AssignorMetadata, got {type(meta).__name__}")
-    low, high = assignor.minimum_version, assignor.maximum_version
-    if not low <= meta.version <= high:
-        raise ValueError(f"metadata version {meta.version} is outside the assignor's range [{low}, {high}]")
+    versions = VersionRange(assignor.minimum_version, assignor.maximum_version)
+    if not versions.covers(meta.version):
+        raise ValueError(f"metadata version {meta.version} is outside the assignor's range {versions}")
     return meta

@@ -1,4 +1,4 @@
-"""Helpers shared by the built-in server-side assignors.
+"""Helpers shared by the built-in assignment algorithms.
 
 Determinism rests on two rules followed everywhere in this package: members are handled in a
 sorted order (never the order of ``GroupSpec.members``), and topics are sorted by the bytes of
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
-from ....protocol.uuid import Uuid
-from ..assignor_api import GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType, TopicMetadata
+from ...protocol.uuid import Uuid
+from ..interface import GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType, TopicMetadata
 
 
 def topic_key(topic_id: Uuid) -> bytes:

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import TypeVar
 
-from ....protocol.uuid import Uuid
-from ..assignor_api import Assignment
+from ...protocol.uuid import Uuid
+from ..interface import PartitionsByTopicId
 from ._common import valid_partitions
 
 _View = TypeVar("_View")
@@ -23,11 +23,11 @@ FreePartitions = range | list[int]
 
 
 def import_previous(
-    assignments: Sequence[Assignment],
+    assignments: Sequence[PartitionsByTopicId],
     counts: dict[Uuid, int],
     subscriptions: Sequence[Iterable[Uuid]],
     subscription_of: Sequence[int] | None,
-) -> tuple[list[Assignment], list[int], dict[Uuid, FreePartitions]]:
+) -> tuple[list[PartitionsByTopicId], list[int], dict[Uuid, FreePartitions]]:
     """The valid part of each previous target, its size, and the partitions nobody holds.
 
     Member ``i`` subscribes to ``subscriptions[subscription_of[i]]`` (to ``subscriptions[0]``
@@ -42,7 +42,7 @@ def import_previous(
     parts: dict[Uuid, list[frozenset[int]]] = {topic_id: [] for topic_id in counts}
     views = [{t: parts[t] for t in subscribed} for subscribed in subscriptions]
     sizes: list[int] = []
-    valid: list[Assignment] = []
+    valid: list[PartitionsByTopicId] = []
     for assignment, view in zip(assignments, _member_views(views, subscription_of), strict=False):
         if not assignment:
             sizes.append(0)
@@ -96,14 +96,14 @@ def _disjoint_in_range(sets: list[frozenset[int]], count: int) -> int | None:
 
 
 def _import_carefully(
-    assignments: Sequence[Assignment],
+    assignments: Sequence[PartitionsByTopicId],
     counts: dict[Uuid, int],
     subscriptions: Sequence[Iterable[Uuid]],
     subscription_of: Sequence[int] | None,
-) -> tuple[list[Assignment], list[int], dict[Uuid, FreePartitions]]:
+) -> tuple[list[PartitionsByTopicId], list[int], dict[Uuid, FreePartitions]]:
     """`import_previous` when some partition is out of range or held twice."""
     sizes: list[int] = []
-    valid: list[Assignment] = []
+    valid: list[PartitionsByTopicId] = []
     # Keep the first holder (in member order) of each partition.
     claimed, views = _views(counts, subscriptions)
     for assignment, view in zip(assignments, _member_views(views, subscription_of), strict=False):

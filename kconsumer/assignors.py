@@ -1,5 +1,5 @@
-"""Built-in client-side assignors: ``range`` and ``uniform``, the coordinator's algorithms run by
-a member (`kconsumer.PartitionAssignor` adapters of `kconsumer.broker.coordinator.assignors`).
+"""Built-in client-side assignors: ``range`` and ``uniform``, the coordinator's own algorithms run by
+a member (defined in `kconsumer.assignment.builtin`; also exported by `kconsumer`).
 
 They assign exactly as the server-side assignors of the same names would, which makes them a
 starting point (subclass and override `assign` to post-process) and a way to try client-side
@@ -9,11 +9,13 @@ assignment with a known result::
 
     consumer = Consumer({..., "group.local.assignors": [UniformAssignor()]})
     # or, as a string: "group.local.assignors": "kconsumer.assignors:UniformAssignor"
+
+`ServerAlgorithmAssignor` runs any server-side assignment algorithm (a
+`kconsumer.assignment.interface.ServerAssignor`, by topic id) as a client-side assignor.
 """
 
 from __future__ import annotations
 
-from ._adapter import ServerAlgorithmAssignor, to_group_spec
-from .builtin import RangeAssignor, UniformAssignor
+from .assignment.builtin import RangeAssignor, ServerAlgorithmAssignor, UniformAssignor, to_group_spec
 
 __all__ = ["RangeAssignor", "ServerAlgorithmAssignor", "UniformAssignor", "to_group_spec"]

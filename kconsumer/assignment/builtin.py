@@ -1,18 +1,19 @@
-"""Running a server-side assignor algorithm (`kconsumer.broker.coordinator.assignor_api.ServerAssignor`)
-as a client-side `PartitionAssignor`: the spec by topic name becomes a `GroupSpec` by topic id
-and the result comes back by name."""
+"""The built-in client-side assignors ``range`` and ``uniform``: the assignment algorithms of
+`kconsumer.assignment.algorithms` run by a member, as `PartitionAssignor` adapters.
+
+`ServerAlgorithmAssignor` runs any `ServerAssignor` (by topic id) as a client-side assignor (by
+topic name): the spec by topic name becomes a `GroupSpec` by topic id and the result comes back by
+name. Users import them from `kconsumer.assignors` (or `kconsumer`).
+"""
 
 from __future__ import annotations
 
-from ..assignor import AssignmentSpec, GroupAssignment, MemberAssignment, PartitionAssignor
-from ..broker.coordinator.assignor_api import (
-    GroupSpec,
-    MemberSpec,
-    ServerAssignor,
-    SubscriptionType,
-    TopicMetadata,
-)
 from ..protocol.uuid import Uuid
+from .algorithms import RangeServerAssignor, UniformServerAssignor
+from .assignor import AssignmentSpec, GroupAssignment, MemberAssignment, PartitionAssignor
+from .interface import GroupSpec, MemberSpec, ServerAssignor, SubscriptionType, TopicMetadata
+
+__all__ = ["RangeAssignor", "ServerAlgorithmAssignor", "UniformAssignor", "to_group_spec"]
 
 
 def to_group_spec(spec: AssignmentSpec) -> tuple[GroupSpec, dict[Uuid, str]]:
@@ -55,3 +56,31 @@ class ServerAlgorithmAssignor(PartitionAssignor):
                 for member_id, assignment in sorted(result.items())
             }
         )
+
+
+class RangeAssignor(ServerAlgorithmAssignor):
+    """``range``: for each topic, its subscribers (static members first, by instance id, then
+    by member id) take contiguous ranges of partitions, so topics with the same partition count
+    and subscribers are co-partitioned. Not sticky.
+
+    >>> from kconsumer.assignment.assignor import *
+    >>> member = lambda m: AssignmentMemberSpec(m, None, None, frozenset({"t"}), 0, MemberMetadata(0))
+    >>> spec = AssignmentSpec({m: member(m) for m in "ab"}, {"t": AssignmentTopicMetadata("t", 5)})
+    >>> {m: a.partitions for m, a in RangeAssignor().assign(spec).members.items()}
+    {'a': {'t': (0, 1, 2)}, 'b': {'t': (3, 4)}}
+    """
+
+    name = "range"
+
+    def __init__(self) -> None:
+        super().__init__(RangeServerAssignor())
+
+
+class UniformAssignor(ServerAlgorithmAssignor):
+    """``uniform``: balanced (member partition counts differ by at most one when subscriptions
+    agree), then sticky: members keep as much of their current target as balance allows."""
+
+    name = "uniform"
+
+    def __init__(self) -> None:
+        super().__init__(UniformServerAssignor())
