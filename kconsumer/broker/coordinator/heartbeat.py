@@ -351,12 +351,7 @@ def _updated_metadata(
     if request.client_assignors is not None:
         changes["client_assignors"] = tuple(
             AnnouncedAssignor(
-                name=a.name,
-                minimum_version=a.minimum_version,
-                maximum_version=a.maximum_version,
-                metadata_version=a.metadata_version,
-                metadata_bytes=a.metadata_bytes,
-                reason=a.reason,
+                a.name, a.minimum_version, a.maximum_version, a.metadata_version, a.metadata_bytes, a.reason
             )
             for a in request.client_assignors
         )
