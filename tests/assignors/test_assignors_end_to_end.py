@@ -212,7 +212,7 @@ def test_the_member_covering_every_metadata_version_computes(group: Group) -> No
 
 
 def test_a_member_without_the_assignor_means_server_side_assignment(group: Group) -> None:
-    """EXTENSIONS.md §3.1: every member must list the assignor; C lists none, so the group uses
+    """docs/assignor-protocol.md §5: every member must list the assignor; C lists none, so the group uses
     the server-side default (uniform) until C leaves, then the client-side one again."""
     a, b = group.add(Scripted("custom")), group.add(Scripted("custom"))
     group.wait(lambda: (call := settled_on_latest(group)) and len(call.spec.members) == 2)

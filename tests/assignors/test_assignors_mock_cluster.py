@@ -1,6 +1,6 @@
 """Against a broker without kconsumer's extension APIs (librdkafka's mock cluster, which no one
 here wrote): local assignors are a clear, fatal error at the first poll, never a silent fallback
-to server-side assignment (EXTENSIONS.md §4.2)."""
+to server-side assignment (docs/assignor-protocol.md §6, rule 2)."""
 
 from __future__ import annotations
 

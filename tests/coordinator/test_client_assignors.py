@@ -1,4 +1,4 @@
-"""Client-side assignors on the coordinator (EXTENSIONS.md §2-§3; the KIP-848 seed's design).
+"""Client-side assignors on the coordinator (docs/assignor-protocol.md §3-§5; the KIP-848 seed's design).
 
 Selection, the chosen member, ConsumerGroupPrepareAssignment and ConsumerGroupInstallAssignment
 (checks, content, validation), the deadline, installs for an older epoch, Reason/metadata bumps,

@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat request validation (facts §5.2, §5.4, §5.9; EXTENSIONS.md §1).
+"""ConsumerGroupHeartbeat request validation (facts §5.2, §5.4, §5.9; docs/assignor-protocol.md §1).
 
 Every rule is checked with the exact error code and message, and every error is checked to write
 no record and to leave the coordinator's state untouched.
@@ -424,7 +424,7 @@ def test_regex_is_validated_after_the_group_and_member_checks(d: Any) -> None:
     )
 
 
-# -- the extension: ClientAssignors (EXTENSIONS.md §1) -------------------------------------------
+# -- the extension: ClientAssignors (docs/assignor-protocol.md §1) ------------------------------
 
 
 def test_server_and_client_assignors_are_mutually_exclusive(d: Any) -> None:

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), KIP-848; facts §3.4-§3.5.
 
 The heartbeat carries kconsumer's client-side-assignor extension as tagged fields 10000+
-(EXTENSIONS.md §1); a real broker skips them.
+(docs/assignor-protocol.md §1); a real broker skips them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class TopicPartitions(Struct):
 
 
 class Assignor(Struct):
-    """One client-side assignor a member supports (extension, EXTENSIONS.md §1)."""
+    """One client-side assignor a member supports (extension, docs/assignor-protocol.md §1)."""
 
     name: str = field(STRING, "0+")
     minimum_version: int = field(INT16, "0+")
@@ -47,7 +47,7 @@ class ConsumerGroupHeartbeatRequest(Message, api_key=68, valid="0-1", flexible="
     topic_partitions: list[TopicPartitions] | None = field(
         Array(TopicPartitions), "0+", nullable="0+", default=None
     )
-    # Extension (EXTENSIONS.md §1): null = unchanged since the last heartbeat.
+    # Extension (docs/assignor-protocol.md §1): null = unchanged since the last heartbeat.
     client_assignors: list[Assignor] | None = field(
         Array(Assignor), "0+", nullable="0+", default=None, tag=10000
     )
@@ -75,7 +75,7 @@ class ConsumerGroupHeartbeatResponse(Message, api_key=68, valid="0-1", flexible=
     member_epoch: int = field(INT32, "0+")
     heartbeat_interval_ms: int = field(INT32, "0+")
     assignment: Assignment | None = field(Assignment, "0+", nullable="0+", default=None)
-    # Extensions (EXTENSIONS.md §1).
+    # Extensions (docs/assignor-protocol.md §1).
     should_compute_assignment: bool = field(BOOL, "0+", tag=10000)
     assignment_metadata: AssignmentMetadata | None = field(
         AssignmentMetadata, "0+", nullable="0+", default=None, tag=10001

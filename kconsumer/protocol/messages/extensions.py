@@ -1,4 +1,5 @@
-"""kconsumer's client-side-assignor APIs (EXTENSIONS.md §2), served only by the reference coordinator.
+"""kconsumer's client-side-assignor APIs (docs/assignor-protocol.md §2-§4), served only by the
+reference coordinator.
 
 ConsumerGroupPrepareAssignment (32000) gives the chosen member the group state to assign;
 ConsumerGroupInstallAssignment (32001) installs what its assignor computed. Both are flexible
