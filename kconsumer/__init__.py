@@ -16,6 +16,8 @@ confluent-kafka's own types.
 
 from __future__ import annotations
 
+import logging
+
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from .assignment.assignor import (
@@ -39,6 +41,9 @@ from .errors import ConfigError, KConsumerError, ProtocolError
 from .patterns import InvalidPatternError
 
 __version__ = "0.1.0"
+
+# A library stays quiet unless the application configures logging (no "last resort" output).
+logging.getLogger("kconsumer").addHandler(logging.NullHandler())
 
 __all__ = [
     "AssignmentMemberSpec",

@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kconsumer"
 SANS_IO = ("client/member", "broker/coordinator", "protocol", "assignment")
 FORBIDDEN_IN_CORES = {"asyncio", "threading", "socket", "time", "random", "uuid", "secrets", "selectors"}
-MAX_MODULE_LINES = 750
+MAX_MODULE_LINES = 600
 
 
 def _modules(root: Path) -> list[Path]:
@@ -58,8 +58,8 @@ def _importers_of(roots: tuple[str, ...], prefixes: tuple[str, ...]) -> dict[str
 
 def test_import_resolution() -> None:
     """The resolver above: absolute, relative (``.``, ``..``, ``from . import``), in packages."""
-    found = _imported_modules(PACKAGE / "client" / "runtime" / "client_assignment.py")
-    assert {"kconsumer.assignment.conversions", "kconsumer.client.config", "asyncio"} <= found
+    found = _imported_modules(PACKAGE / "client" / "runtime" / "member_runtime.py")
+    assert {"kconsumer.client.member.cluster", "kconsumer.client.config", "asyncio"} <= found
     assert "kconsumer.client.runtime.connection" in found
     serve = PACKAGE / "broker" / "server" / "serve.py"
     assert "kconsumer.broker.coordinator.assignors" in _imported_modules(serve)
@@ -103,3 +103,67 @@ def test_modules_stay_small() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not too_long, f"modules over {MAX_MODULE_LINES} lines (split them): {too_long}"
+
+
+# -- one member session, two drivers ------------------------------------------------------------------
+
+#: The drivers of the member session: the asyncio runtime and the simulated member process.
+DRIVERS = ("client/runtime/member_runtime.py", "testing/sim/runtime.py")
+#: What only the session may know: request messages (it builds every request and reads every
+#: answer), the core, and its request and answer modules.
+SESSION_ONLY = (
+    "kconsumer.protocol.messages",
+    "kconsumer.client.member.core",
+    "kconsumer.client.member.calls",
+    "kconsumer.client.member.offset_requests",
+    "kconsumer.client.member.errors",
+)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_both_drivers_run_the_one_member_session(driver: str) -> None:
+    """The runtime and the simulation drive `MemberSession` (constructed, then fed events) and
+    build no request themselves: no routing policy is written twice."""
+    path = PACKAGE / driver
+    source = path.read_text()
+    assert "MemberSession(" in source and ".handle(" in source, f"{driver} does not drive MemberSession"
+    imported = _imported_modules(path)
+    assert "kconsumer.client.member.MemberSession" in imported
+    assert not sorted(m for m in imported if m.startswith(SESSION_ONLY)), f"{driver} knows the protocol"
+
+
+def test_only_the_session_builds_group_requests() -> None:
+    """Group and cluster requests (heartbeat, offsets, metadata, coordinator lookup, assignment)
+    are built inside client/member only, on the client side."""
+    builders = (
+        "ConsumerGroupHeartbeatRequest(",
+        "OffsetCommitRequest(",
+        "OffsetFetchRequest(",
+        "FindCoordinatorRequest(",
+        "ConsumerGroupPrepareAssignmentRequest(",
+        "ConsumerGroupInstallAssignmentRequest(",
+        "ListOffsetsRequest(",
+        "MetadataRequest(",
+    )
+    offenders = {
+        str(path.relative_to(PACKAGE)): [b for b in builders if b in path.read_text()]
+        for path in _modules(PACKAGE / "client")
+        if "member" not in path.relative_to(PACKAGE / "client").parts
+    }
+    offenders = {name: found for name, found in offenders.items() if found}
+    assert not offenders, f"client modules outside the member session build requests: {offenders}"
+
+
+def test_a_client_only_process_loads_no_broker_module() -> None:
+    """Importing kconsumer and creating a Consumer loads nothing of the reference broker."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kconsumer;"
+        "c = kconsumer.Consumer({'bootstrap.servers': 'localhost:1', 'group.id': 'g'});"
+        "c.close(0.1);"
+        "print(sorted(m for m in sys.modules if m.startswith('kconsumer.broker')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -21,6 +21,8 @@ from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .member.effects import (
+    ApplicationWork,
+    CollectPositions,
     CommitFinished,
     InvokeCallback,
     LeaveDone,
@@ -28,9 +30,9 @@ from .member.effects import (
     StartFetching,
     StopFetching,
 )
-from .member.events import CallbackCompleted, FetchingStopped
+from .member.events import CallbackCompleted, FetchingStopped, OffsetsQuery, PositionsCollected
 from .member.model import CallbackKind, LeaveReason, OffsetReset, PartitionOffset, TopicIdPartition
-from .runtime.member_runtime import AppWork, CollectPositions, MemberRuntime
+from .runtime.member_runtime import MemberRuntime
 
 log = logging.getLogger("kconsumer")
 
@@ -90,7 +92,7 @@ class AppThread:
         self._consumer = consumer
         self._fetcher = fetcher
         self.runtime = runtime
-        self.queue: queue.SimpleQueue[AppWork] = runtime.app_queue
+        self.queue: queue.SimpleQueue[ApplicationWork] = runtime.app_queue
         self.state = AppState()
         self.callbacks = Callbacks()
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
@@ -118,7 +120,7 @@ class AppThread:
         if state.fatal is not None:
             raise kafka_exception(state.fatal, fatal=True)
 
-    def _execute(self, work: AppWork) -> None:
+    def _execute(self, work: ApplicationWork) -> None:
         if isinstance(work, StopFetching):
             self._stop(work)
         elif isinstance(work, StartFetching):
@@ -126,8 +128,8 @@ class AppThread:
         elif isinstance(work, InvokeCallback):
             self._callback(work)
         elif isinstance(work, CollectPositions):
-            offsets = self.positions(work.commit.partitions)
-            self.runtime.commit_positions(work, [offsets[k] for k in sorted(offsets)])
+            offsets = self.positions(work.partitions)
+            self.runtime.post(PositionsCollected(work.request_id, tuple(offsets[k] for k in sorted(offsets))))
         elif isinstance(work, CommitFinished):
             self._commit_finished(work)
         elif isinstance(work, ReportError):
@@ -189,7 +191,10 @@ class AppThread:
         )
         timeout = min(runtime.config.request_timeout_ms / 1000, RESET_LOOKUP_TIMEOUT_S)
         try:
-            return runtime.call(runtime.network.list_offsets(wanted, isolation), timeout)
+            found: dict[Key, int] = runtime.ask(
+                lambda token, deadline: OffsetsQuery(token, wanted, isolation, deadline), timeout
+            )
+            return found
         except Exception as exc:  # the logical position still works, only with librdkafka's lookup
             log.debug("kconsumer: ListOffsets for reset positions failed (%r); librdkafka resolves them", exc)
             return {}

@@ -18,19 +18,18 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from ..errors import ConfigError, ErrorCode, KafkaApiError, KConsumerError
+from ..errors import ConfigError, ErrorCode, KConsumerError
 from ..protocol.uuid import ZERO_UUID, Uuid
 from .app_thread import AppThread, Callbacks, PartitionsCallback
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
-from .member.errors import COORDINATOR_ERRORS
-from .member.events import Close, CommitRequested, Poll, Subscribe, Unsubscribe
+from .local_assignors import LocalAssignors
+from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, PartitionOffset, TopicIdPartition
+from .member.queries import QueryTimedOutError
 from .runtime.background import BackgroundLoop
-from .runtime.client_assignment import LocalAssignors
-from .runtime.connection import TransportError
 from .runtime.member_runtime import MemberRuntime
 from .subscription import SubscriptionPattern
 
@@ -86,9 +85,8 @@ class Consumer:
         self._background: BackgroundLoop | None = None
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
-            runner = None if self._assignors is None else self._assignors.run
             self._runtime = MemberRuntime(
-                self._config, self._member_id, self._background, client_assignment=runner
+                self._config, self._member_id, self._background, assignors=self._assignors
             )
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
@@ -143,8 +141,6 @@ class Consumer:
             self._closed = True
             if self._runtime is not None:
                 self._runtime.shutdown()
-            if self._assignors is not None:
-                self._assignors.close()
             self._fetcher.close()
             if self._background is not None:
                 self._background.stop()
@@ -295,12 +291,11 @@ class Consumer:
     # -- offsets -----------------------------------------------------------------------------------
 
     def _topic_id_partition(self, topic: str, partition: int) -> TopicIdPartition:
-        runtime, app = self._group()
+        """The partition as this consumer owns it; otherwise by name only (the member session
+        finds its topic id)."""
+        _runtime, app = self._group()
         owned = app.state.owned.get((topic, partition))
-        if owned is not None:
-            return owned
-        topic_id = runtime.network.topic_ids.get(topic, ZERO_UUID)
-        return TopicIdPartition(topic_id, topic, partition)
+        return owned if owned is not None else TopicIdPartition(ZERO_UUID, topic, partition)
 
     def commit(
         self,
@@ -358,31 +353,18 @@ class Consumer:
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
     ) -> list[TopicPartition]:
-        """The group's committed offsets of `partitions` (offset -1001 when none)."""
+        """The group's committed offsets of `partitions` (offset -1001 when none). Retriable and
+        coordinator errors and lost connections are retried until `timeout` (default 60 s), as
+        Kafka's committed() does."""
         runtime, _app = self._group()
-        assert self._background is not None
-        deadline = time.monotonic() + (DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout)
-        # Retriable and coordinator errors (and lost connections) are retried until the timeout,
-        # as Kafka's committed() does.
-        while True:
-            future = self._background.submit(
-                runtime.committed_offsets([(tp.topic, tp.partition) for tp in partitions])
+        timeout_s = DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout
+        wanted = tuple((tp.topic, tp.partition) for tp in partitions)
+        try:
+            error, offsets = runtime.ask(
+                lambda token, deadline: CommittedOffsetsQuery(token, wanted, deadline), timeout_s
             )
-            try:
-                error, offsets = future.result(max(0.0, deadline - time.monotonic()))
-            except KConsumerError as exc:
-                retriable = isinstance(exc, TransportError) or (
-                    isinstance(exc, KafkaApiError) and _retriable(exc.code)
-                )
-                if not retriable or time.monotonic() >= deadline:
-                    raise kafka_exception(exc) from None
-                error, offsets = ErrorCode.NETWORK_EXCEPTION, ()
-            except TimeoutError:
-                future.cancel()
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
-            if not (error and _retriable(error)) or time.monotonic() >= deadline:
-                break
-            time.sleep(min(self._config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+        except (TimeoutError, QueryTimedOutError):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
         if error and error not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
             raise kafka_exception(KConsumerError(f"OffsetFetch failed: {error.name}"))
         found = {(o.partition.topic, o.partition.partition): o for o in offsets}
@@ -452,11 +434,6 @@ class Consumer:
             if not done(app):
                 time.sleep(BUSY_SLICE_S)
         del runtime
-
-
-def _retriable(code: ErrorCode) -> bool:
-    """Whether an OffsetFetch error is worth retrying (the coordinator moved, loads, or a glitch)."""
-    return code.retriable or code in COORDINATOR_ERRORS
 
 
 def _subscription(topics: Sequence[str] | SubscriptionPattern) -> tuple[tuple[str, ...], str | None]:

@@ -9,9 +9,10 @@ from kconsumer.broker.server.error_responses import error_response
 from kconsumer.broker.server.fetch import read_fetch
 from kconsumer.broker.server.log import Topics
 from kconsumer.client.member.backoff import ExponentialBackoff
-from kconsumer.client.member.commits import CommitManager, Ids, Membership
-from kconsumer.client.member.effects import CommitFinished, CommitOffsets, Effect
-from kconsumer.client.member.model import CommitReason, MemberConfig, PartitionOffset, TopicIdPartition
+from kconsumer.client.member.commits import CommitManager, Membership
+from kconsumer.client.member.effects import CommitFinished, CommitOffsets
+from kconsumer.client.member.events import CommitResult
+from kconsumer.client.member.model import CommitReason, Ids, MemberConfig, PartitionOffset, TopicIdPartition
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from kconsumer.protocol.uuid import Uuid
@@ -28,13 +29,11 @@ def test_a_commit_to_a_deleted_topic_fails_at_once(code: ErrorCode, reason: Comm
     config = MemberConfig(group_id="g", auto_commit=False)
     manager = CommitManager(config, ExponentialBackoff(100, 1000), Ids(), 0)
     member = Membership("m", 3, frozenset({PARTITION}))
-    out: list[Effect] = []
-    commit_id = manager.commit(reason, 0, member, out, offsets=[PartitionOffset(PARTITION, 7)])
-    (sent,) = [e for e in out if isinstance(e, CommitOffsets)]
-    out.clear()
-    finished = manager.on_commit_result(sent.request_id, code, None, 10, member, out)
-    assert finished == commit_id
-    (result,) = [e for e in out if isinstance(e, CommitFinished)]
+    started = manager.commit(reason, 0, member, offsets=[PartitionOffset(PARTITION, 7)])
+    (sent,) = [e for e in started.effects if isinstance(e, CommitOffsets)]
+    answered = manager.on_commit_result(CommitResult(sent.request_id, code), 10, member)
+    assert answered.finished == [started.started]
+    (result,) = [e for e in answered.effects if isinstance(e, CommitFinished)]
     assert result.error is not None and code.name in str(result.error)
     assert manager.next_deadline(member, True) is None, "nothing left to retry"
 
@@ -112,6 +111,7 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
 
     from kconsumer.client.app_thread import AppThread
     from kconsumer.client.member.effects import StartFetching
+    from kconsumer.client.member.events import OffsetsQuery
     from kconsumer.client.member.model import FetchPosition, OffsetReset, TopicIdPartition
     from kconsumer.protocol.uuid import Uuid
 
@@ -125,25 +125,21 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
             self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in partitions]
 
     class FakeRuntime:
+        """Answers the application thread's OffsetsQuery as the member session would."""
+
         def __init__(self, answer: dict[tuple[str, int], int] | None) -> None:
             self.app_queue: _queue.SimpleQueue[object] = _queue.SimpleQueue()
             self.config = SimpleNamespace(librdkafka_passthrough={}, request_timeout_ms=30_000)
-            self.network = SimpleNamespace(list_offsets=self._list_offsets)
             self.answer = answer
             self.asked: list[dict[tuple[str, int], int]] = []
 
-        async def _list_offsets(
-            self, wanted: dict[tuple[str, int], int], isolation: int
-        ) -> dict[tuple[str, int], int]:
-            self.asked.append(dict(wanted))
+        def ask(self, query: _Any, timeout_s: float) -> _Any:
+            event = query(1, 0)
+            assert isinstance(event, OffsetsQuery) and event.isolation_level == 0
+            self.asked.append(dict(event.timestamps))
             if self.answer is None:
-                raise OSError("broker unreachable")
+                raise TimeoutError("broker unreachable")
             return self.answer
-
-        def call(self, coroutine: _Any, timeout_s: float) -> _Any:
-            import asyncio
-
-            return asyncio.run(coroutine)
 
     topic = Uuid.from_int(5)
     work = StartFetching(

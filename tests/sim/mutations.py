@@ -14,9 +14,9 @@ import pytest
 from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import reconciliation
 from kconsumer.client.member import MemberCore
-from kconsumer.client.member.commits import CommitManager, _Commit
+from kconsumer.client.member.commits import CommitManager, CommitOutput, _Commit
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
-from kconsumer.client.member.reconciler import Phase, Progress, Reconciler, StepKind
+from kconsumer.client.member.operations import CallbackNeed, Need, StopNeed, Waiter
 
 Mutation = Callable[[pytest.MonkeyPatch], None]
 
@@ -26,46 +26,36 @@ def coordinator_releases_before_ack(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reconciliation, "_owns_any", lambda owned, partitions: False)
 
 
+def _without_waiting(monkeypatch: pytest.MonkeyPatch, skipped: Callable[[Need], bool]) -> None:
+    """The reconciliation performs the needs `skipped` selects but goes on without waiting."""
+    original = MemberCore._satisfied
+
+    def satisfied(self: MemberCore, need: Need, waiter: Waiter) -> bool:
+        if waiter is Waiter.RECONCILIATION and skipped(need):
+            self._perform(need)
+            return True
+        return original(self, need, waiter)
+
+    monkeypatch.setattr(MemberCore, "_satisfied", satisfied)
+
+
 def member_acks_before_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> None:
     """The member emits on_partitions_revoked but does not wait for it before acknowledging."""
-    original = MemberCore.invoke_callback
-
-    def invoke(self: MemberCore, kind: CallbackKind, partitions: Any, metadata: Any = None) -> int | None:
-        callback_id = original(self, kind, partitions, metadata)
-        step = self.reconciler.step
-        if kind is CallbackKind.REVOKED and step is not None and step.kind is StepKind.REVOKE:
-            return None  # the revoke step goes on without waiting
-        return callback_id
-
-    monkeypatch.setattr(MemberCore, "invoke_callback", invoke)
+    _without_waiting(
+        monkeypatch, lambda need: isinstance(need, CallbackNeed) and need.kind is CallbackKind.REVOKED
+    )
 
 
 def member_acks_before_fetching_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     """The member emits StopFetching for a revocation but does not wait for FetchingStopped."""
-    original = Reconciler.advance
-
-    def advance(self: Reconciler) -> Progress:
-        progress = original(self)
-        step = self.step
-        if (
-            step is not None
-            and step.kind is StepKind.REVOKE
-            and step.phase is Phase.COMMIT
-            and not step.stopped
-            and step.waiting is not None
-        ):
-            result = self.on_fetching_stopped(step.waiting, ())
-            return progress if result is None else result
-        return progress
-
-    monkeypatch.setattr(Reconciler, "advance", advance)
+    _without_waiting(monkeypatch, lambda need: isinstance(need, StopNeed))
 
 
 def member_commits_unowned_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The member's commits do not leave out partitions it no longer owns."""
     original = CommitManager._send
 
-    def send(self: CommitManager, op: _Commit, member: Any, out: list[Any]) -> None:
+    def send(self: CommitManager, op: _Commit, member: Any, out: CommitOutput) -> None:
         wanted: frozenset[TopicIdPartition] = frozenset(
             member.owned if op.partitions is None else op.partitions
         )

@@ -11,8 +11,8 @@ import pytest
 
 from kconsumer.broker.coordinator import heartbeat as coordinator_heartbeat
 from kconsumer.broker.coordinator.membership import remove_member
-from kconsumer.client.member.commits import CommitManager
-from kconsumer.client.member.exchange import HeartbeatExchange
+from kconsumer.client.member.commits import CommitManager, CommitOutput
+from kconsumer.client.member.core import MemberCore
 from kconsumer.client.member.model import TopicIdPartition
 from kconsumer.client.member.reconciler import Reconciler, Release
 from kconsumer.client.member.state import HEARTBEATING
@@ -27,7 +27,7 @@ def heartbeat_reports_only_owned(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def heartbeats_after_fenced_while_leaving(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a member fenced while preparing to leave kept heartbeating."""
-    monkeypatch.setattr(HeartbeatExchange, "_heartbeating", lambda self: self._state in HEARTBEATING)
+    monkeypatch.setattr(MemberCore, "_heartbeating", lambda self: self._state in HEARTBEATING)
 
 
 def leave_ignores_running_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +35,7 @@ def leave_ignores_running_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> No
     original = Reconciler.release
 
     def release(self: Reconciler, *, lost: bool) -> Release:
-        return dataclasses.replace(original(self, lost=lost), revoking_callback=None)
+        return dataclasses.replace(original(self, lost=lost), revoking_callback=False)
 
     monkeypatch.setattr(Reconciler, "release", release)
 
@@ -46,7 +46,7 @@ def leave_heartbeats_forget_told_partitions(monkeypatch: pytest.MonkeyPatch) -> 
     def reported(self: Any) -> frozenset[TopicIdPartition]:
         return frozenset(self._recon.reported)
 
-    monkeypatch.setattr(HeartbeatExchange, "_reported", reported)
+    monkeypatch.setattr(MemberCore, "_reported", reported)
 
 
 def static_replacement_drops_regexes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,11 +69,12 @@ def in_flight_commit_retried_after_loss(monkeypatch: pytest.MonkeyPatch) -> None
     rejoined (and got them back), with the old offsets."""
     original = CommitManager.on_ownership_lost
 
-    def on_ownership_lost(self: CommitManager, member: Any, out: list[Any]) -> None:
+    def on_ownership_lost(self: CommitManager, member: Any) -> CommitOutput:
         in_flight = [op for op in self._commits.values() if not op.lost]
-        original(self, member, out)
+        output = original(self, member)
         for op in in_flight:
             op.lost = False
+        return output
 
     monkeypatch.setattr(CommitManager, "on_ownership_lost", on_ownership_lost)
 

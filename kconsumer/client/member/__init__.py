@@ -1,12 +1,17 @@
-"""The client side of KIP-848 as a sans-IO state machine (see `kconsumer.client.member.core`).
+"""The member session: everything a consumer-group member decides, sans-IO.
 
-Events in, effects out: the runtime feeds `MemberCore.handle` with the events of
-`kconsumer.client.member.events` and executes the effects of `kconsumer.client.member.effects`.
+`MemberSession` (events in, effects out) is what a driver runs: the asyncio runtime
+(`kconsumer.client.runtime`) and the deterministic simulation (`kconsumer.testing.sim`) both drive
+it, adding only I/O. Inside it, `MemberCore` is the KIP-848 state machine (one transition table,
+`state`); the session turns the core's group work into requests (`calls`, `dispatch`, `cluster`)
+and runs the client-side assignment (`client_assignment`) and the application's queries
+(`queries`). The events are in `events`, the effects in `effects`.
 """
 
 from __future__ import annotations
 
 from .core import MemberCore
+from .effects import Node
 from .model import (
     AssignmentMetadata,
     CallbackKind,
@@ -20,6 +25,7 @@ from .model import (
     Subscription,
     TopicIdPartition,
 )
+from .session import MemberSession
 from .state import ALLOWED_PREDECESSORS, IllegalTransitionError, MemberState, check_transition
 
 __all__ = [
@@ -33,7 +39,9 @@ __all__ = [
     "LeaveReason",
     "MemberConfig",
     "MemberCore",
+    "MemberSession",
     "MemberState",
+    "Node",
     "OffsetReset",
     "PartitionOffset",
     "Subscription",

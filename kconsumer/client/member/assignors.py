@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from ...errors import ErrorCode, error_for
 from .effects import ComputeClientAssignment, Effect, ReportError
+from .errors import UnsupportedFeatureError, client_assignors_unsupported
 from .model import ClientAssignor
 
 
@@ -28,6 +29,8 @@ class ClientAssignorHooks:
 
     def __init__(self, assignors: tuple[ClientAssignor, ...]) -> None:
         self._assignors = assignors
+        #: Whether the coordinator offers the client-side-assignor APIs (assumed until told).
+        self.supported = True
         self._reason_in_flight = False
         self._reason_delivered = False
         self.computing_epoch: int | None = None
@@ -42,6 +45,12 @@ class ClientAssignorHooks:
     def announced(self) -> tuple[ClientAssignor, ...]:
         """What the next heartbeat announces (the builder sends it only when it changed)."""
         return self._assignors
+
+    def unsupported_error(self) -> UnsupportedFeatureError | None:
+        """The fatal error of local assignors on a coordinator without the extension APIs."""
+        if self._assignors and not self.supported:
+            return client_assignors_unsupported([a.name for a in self._assignors])
+        return None
 
     def update_metadata(self, name: str, version: int, metadata: bytes, reason: int) -> bool:
         """New member metadata for assignor `name`; True if anything changed. Raises ValueError
@@ -72,14 +81,12 @@ class ClientAssignorHooks:
         """The heartbeat failed: a reason it carried will be sent again (full request)."""
         self._reason_in_flight = False
 
-    def on_heartbeat_success(self, member_epoch: int, should_compute: bool, out: list[Effect]) -> bool:
-        """After a successful heartbeat: reset a delivered reason (True if the assignors changed),
-        and start a computation when asked to or when one waits for a retry."""
-        changed = False
+    def on_heartbeat_success(self, member_epoch: int, should_compute: bool) -> list[Effect]:
+        """After a successful heartbeat: reset a delivered reason, and start a computation when
+        asked to or when one waits for a retry."""
         if self._reason_in_flight:
             self._reason_in_flight = False
             self._assignors = tuple(replace(a, reason=0) for a in self._assignors)
-            changed = True
         if (
             self._assignors
             and self.computing_epoch is None
@@ -87,24 +94,24 @@ class ClientAssignorHooks:
         ):
             self._retry_after_heartbeat = False
             self.computing_epoch = member_epoch
-            out.append(ComputeClientAssignment(member_epoch))
-        return changed
+            return [ComputeClientAssignment(member_epoch)]
+        return []
 
-    def on_result(self, member_epoch: int, code: ErrorCode, message: str | None, out: list[Effect]) -> None:
+    def on_result(self, member_epoch: int, code: ErrorCode, message: str | None) -> list[Effect]:
         """The computation asked at `member_epoch` ended with `code`."""
         if self.computing_epoch is None or member_epoch != self.computing_epoch:
-            return
+            return []
         self.computing_epoch = None
         if code in (ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID):
-            return
+            return []
         if code is ErrorCode.STALE_MEMBER_EPOCH or code.retriable:
             self._retry_after_heartbeat = True
-            return
+            return []
         if code is ErrorCode.INVALID_REQUEST:
             text = f"the coordinator rejected the client-side assignment: {message or 'no message'}"
         else:
             text = f"the client-side assignment failed: {message or code.name}"
-        out.append(ReportError(error_for(code, text), fatal=False))
+        return [ReportError(error_for(code, text), fatal=False)]
 
     def abandon(self) -> None:
         """Forget any computation (the member left, was fenced or failed)."""

@@ -31,7 +31,7 @@ that asked for them ends (a fence cancels them); non-retriable errors are also r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...errors import ErrorCode, KConsumerError, StaleMemberEpochError, error_for
@@ -46,7 +46,8 @@ from .effects import (
     ReportError,
 )
 from .errors import COORDINATOR_ERRORS, CommitFailedError
-from .model import CommitReason, MemberConfig, PartitionOffset, TopicIdPartition, sort_partitions
+from .events import CommitRequested, CommitResult, OffsetFetchResult
+from .model import CommitReason, Ids, MemberConfig, PartitionOffset, TopicIdPartition, sort_partitions
 
 #: STALE_MEMBER_EPOCH retries of a synchronous user commit before it fails.
 USER_SYNC_STALE_RETRIES = 3
@@ -56,16 +57,16 @@ UNBOUNDED = -1
 AUTOMATIC = frozenset({CommitReason.AUTO, CommitReason.REVOCATION, CommitReason.CLOSE})
 
 
-class Ids:
-    """The core's single source of request, callback and commit ids (1, 2, 3, ...)."""
+@dataclass
+class CommitOutput:
+    """What a `CommitManager` call produced: effects to emit, the ids of the commits that ended,
+    and the offset fetch that ended (its id and the committed offsets by partition key)."""
 
-    def __init__(self) -> None:
-        self._last = 0
-
-    def next(self) -> int:
-        """A new id, never returned before by this source."""
-        self._last += 1
-        return self._last
+    effects: list[Effect] = field(default_factory=list)
+    finished: list[int] = field(default_factory=list)
+    fetched: tuple[int, Mapping[tuple[Uuid, int], PartitionOffset]] | None = None
+    started: int | None = None
+    """For `commit`: the id of the commit started, or None when it ended at once."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,9 @@ class _Fetch:
 
 
 class CommitManager:
-    """Auto-commit timer, commit operations and committed-offset fetches of one member."""
+    """Auto-commit timer, commit operations and committed-offset fetches of one member.
+
+    Every public method returns a `CommitOutput`; the manager never emits anything itself."""
 
     def __init__(self, config: MemberConfig, backoff: ExponentialBackoff, ids: Ids, now_ms: int) -> None:
         self._config = config
@@ -123,7 +126,6 @@ class CommitManager:
         self._ids = ids
         self._commits: dict[int, _Commit] = {}
         self._fetches: dict[int, _Fetch] = {}
-        self._finished: list[int] = []
         self._next_auto_ms = now_ms + config.auto_commit_interval_ms
 
     # -- commits -------------------------------------------------------------------------------
@@ -133,18 +135,32 @@ class CommitManager:
         reason: CommitReason,
         now_ms: int,
         member: Membership,
-        out: list[Effect],
         *,
         partitions: Iterable[TopicIdPartition] | None = None,
         offsets: Iterable[PartitionOffset] | None = None,
         token: int | None = None,
         deadline_ms: int | None = None,
-    ) -> int | None:
-        """Start a commit; returns its id, or None when it finished at once (nothing to commit).
+    ) -> CommitOutput:
+        """Start a commit; `started` is its id, or None when it finished at once (nothing to commit).
 
         `offsets` are explicit offsets; otherwise the current positions of `partitions` (every owned
         partition, at each send, when None).
         """
+        out = CommitOutput()
+        out.started = self._start(reason, now_ms, member, out, partitions, offsets, token, deadline_ms)
+        return out
+
+    def _start(
+        self,
+        reason: CommitReason,
+        now_ms: int,
+        member: Membership,
+        out: CommitOutput,
+        partitions: Iterable[TopicIdPartition] | None,
+        offsets: Iterable[PartitionOffset] | None,
+        token: int | None,
+        deadline_ms: int | None,
+    ) -> int | None:
         if reason in (CommitReason.REVOCATION, CommitReason.CLOSE) and deadline_ms is None:
             deadline_ms = now_ms + self._config.rebalance_timeout_ms
         elif reason is CommitReason.USER_SYNC and deadline_ms is None:
@@ -171,7 +187,7 @@ class CommitManager:
         self._send(op, member, out)
         return op.commit_id if op.commit_id in self._commits else None
 
-    def _send(self, op: _Commit, member: Membership, out: list[Effect]) -> None:
+    def _send(self, op: _Commit, member: Membership, out: CommitOutput) -> None:
         owned_keys = {tp.key for tp in member.owned}
         wanted = member.owned - member.revoking if op.partitions is None else op.partitions
         keep = sort_partitions(tp for tp in wanted if tp.key in owned_keys)
@@ -191,7 +207,7 @@ class CommitManager:
         offsets = None
         if op.offsets is not None:
             offsets = tuple(op.offsets[tp.key] for tp in keep)
-        out.append(
+        out.effects.append(
             CommitOffsets(
                 request_id=op.request_id,
                 reason=op.reason,
@@ -202,9 +218,9 @@ class CommitManager:
             )
         )
 
-    def _finish(self, op: _Commit, error: KConsumerError | None, out: list[Effect]) -> None:
+    def _finish(self, op: _Commit, error: KConsumerError | None, out: CommitOutput) -> None:
         del self._commits[op.commit_id]
-        self._finished.append(op.commit_id)
+        out.finished.append(op.commit_id)
         if op.reason in AUTOMATIC and op.request_id is None:
             return  # nothing was sent: nothing to tell
         skipped = sort_partitions(op.skipped)
@@ -213,7 +229,7 @@ class CommitManager:
             error = CommitFailedError(
                 f"partitions no longer assigned to this member were not committed: {names}"
             )
-        out.append(
+        out.effects.append(
             CommitFinished(
                 commit_id=op.commit_id,
                 reason=op.reason,
@@ -225,34 +241,43 @@ class CommitManager:
             )
         )
 
-    def drain_finished(self) -> list[int]:
-        """The ids of the commits that finished since the last call (in order)."""
-        finished, self._finished = self._finished, []
-        return finished
+    def on_commit_requested(
+        self, event: CommitRequested, now_ms: int, member: Membership, fatal: KConsumerError | None
+    ) -> CommitOutput:
+        """The application commits: explicit offsets, or the positions of every owned partition
+        not being revoked. A FATAL member (`fatal`) answers at once with its error."""
+        reason = CommitReason.USER_SYNC if event.sync else CommitReason.USER_ASYNC
+        if fatal is not None:
+            out = CommitOutput()
+            out.effects.append(CommitFinished(self._ids.next(), reason, event.token, None, (), error=fatal))
+            return out
+        return self.commit(
+            reason,
+            now_ms,
+            member,
+            partitions=member.owned - member.revoking if event.offsets is None else None,
+            offsets=event.offsets,
+            token=event.token,
+            deadline_ms=event.deadline_ms,
+        )
 
-    def on_commit_result(
-        self,
-        request_id: int,
-        code: ErrorCode,
-        message: str | None,
-        now_ms: int,
-        member: Membership,
-        out: list[Effect],
-    ) -> int | None:
-        """Handle an OffsetCommit outcome; returns the commit id if that commit finished."""
-        op = next((c for c in self._commits.values() if c.request_id == request_id), None)
+    def on_commit_result(self, result: CommitResult, now_ms: int, member: Membership) -> CommitOutput:
+        """Handle an OffsetCommit outcome."""
+        out = CommitOutput()
+        op = next((c for c in self._commits.values() if c.request_id == result.request_id), None)
         if op is None or op.not_before is not None or op.waiting_heartbeat:
-            return None  # unknown, or an answer to an attempt already given up
+            return out  # unknown, or an answer to an attempt already given up
+        code = result.error
         if code is ErrorCode.NONE:
             self._finish(op, None, out)
-            return op.commit_id
-        error = error_for(code, message)
+            return out
+        error = error_for(code, result.message)
         op.last_error = error
         if op.lost:
             self._finish(op, CommitFailedError("partitions lost while the commit was in flight", error), out)
-            return op.commit_id
+            return out
         if code in COORDINATOR_ERRORS:
-            out.append(FindCoordinator(f"OffsetCommit failed with {code.name}"))
+            out.effects.append(FindCoordinator(f"OffsetCommit failed with {code.name}"))
         expired = op.deadline_ms is not None and now_ms >= op.deadline_ms
         if code is ErrorCode.STALE_MEMBER_EPOCH and op.stale_retries_left != 0 and not expired:
             if op.stale_retries_left > 0:
@@ -261,15 +286,15 @@ class CommitManager:
                 self._send(op, member, out)
             else:
                 op.waiting_heartbeat = True
-            return None if op.commit_id in self._commits else op.commit_id
+            return out
         retriable = (code.retriable or code in COORDINATOR_ERRORS) and code not in _TOPIC_GONE
         if retriable and op.reason is CommitReason.AUTO:
             self._next_auto_ms = min(self._next_auto_ms, op.retry.failed(now_ms))
         elif retriable and op.reason is not CommitReason.USER_ASYNC and not expired:
             op.not_before = op.retry.failed(now_ms)
-            return None
+            return out
         self._finish(op, self._failure(op, error, expired), out)
-        return op.commit_id
+        return out
 
     @staticmethod
     def _failure(op: _Commit, error: KConsumerError, expired: bool) -> KConsumerError:
@@ -281,21 +306,23 @@ class CommitManager:
 
     # -- committed-offset fetches --------------------------------------------------------------
 
-    def fetch(self, partitions: Iterable[TopicIdPartition], member: Membership, out: list[Effect]) -> int:
-        """Start fetching the committed offsets of `partitions`; returns the fetch id."""
+    def fetch(self, partitions: Iterable[TopicIdPartition], member: Membership) -> CommitOutput:
+        """Start fetching the committed offsets of `partitions`; `started` is the fetch id."""
+        out = CommitOutput()
         op = _Fetch(
             fetch_id=self._ids.next(), partitions=sort_partitions(partitions), retry=Retry(self._backoff)
         )
         self._fetches[op.fetch_id] = op
         self._send_fetch(op, member, out)
-        return op.fetch_id
+        out.started = op.fetch_id
+        return out
 
-    def _send_fetch(self, op: _Fetch, member: Membership, out: list[Effect]) -> None:
+    def _send_fetch(self, op: _Fetch, member: Membership, out: CommitOutput) -> None:
         op.request_id = self._ids.next()
         op.sent_epoch = member.member_epoch
         op.not_before = None
         op.waiting_heartbeat = False
-        out.append(
+        out.effects.append(
             FetchCommittedOffsets(
                 request_id=op.request_id,
                 member_id=member.member_id,
@@ -308,49 +335,46 @@ class CommitManager:
         """Forget a fetch (its reconciliation ended); a late answer is ignored."""
         self._fetches.pop(fetch_id, None)
 
-    def on_fetch_result(
-        self,
-        request_id: int,
-        code: ErrorCode,
-        message: str | None,
-        offsets: tuple[PartitionOffset, ...],
-        now_ms: int,
-        member: Membership,
-        out: list[Effect],
-    ) -> tuple[int, dict[tuple[Uuid, int], PartitionOffset]] | None:
-        """Handle an OffsetFetch outcome; returns (fetch id, offsets by partition key) once done."""
-        op = next((f for f in self._fetches.values() if f.request_id == request_id), None)
+    def on_fetch_result(self, result: OffsetFetchResult, now_ms: int, member: Membership) -> CommitOutput:
+        """Handle an OffsetFetch outcome; `fetched` is set once the fetch is done."""
+        out = CommitOutput()
+        op = next((f for f in self._fetches.values() if f.request_id == result.request_id), None)
         if op is None or op.not_before is not None or op.waiting_heartbeat:
-            return None
+            return out
+        code = result.error
         if code is ErrorCode.NONE:
             del self._fetches[op.fetch_id]
-            return op.fetch_id, {o.partition.key: o for o in offsets}
+            out.fetched = (op.fetch_id, {o.partition.key: o for o in result.offsets})
+            return out
         if code in COORDINATOR_ERRORS:
-            out.append(FindCoordinator(f"OffsetFetch failed with {code.name}"))
+            out.effects.append(FindCoordinator(f"OffsetFetch failed with {code.name}"))
         if code is ErrorCode.STALE_MEMBER_EPOCH:
             if member.member_epoch != op.sent_epoch:
                 self._send_fetch(op, member, out)
             else:
                 op.waiting_heartbeat = True
-            return None
+            return out
         if not (code.retriable or code in COORDINATOR_ERRORS or code in _FENCING):
-            out.append(ReportError(error_for(code, message), fatal=False))
+            out.effects.append(ReportError(error_for(code, result.message), fatal=False))
         op.not_before = op.retry.failed(now_ms)
-        return None
+        return out
 
     # -- shared ---------------------------------------------------------------------------------
 
-    def on_heartbeat_success(self, member: Membership, out: list[Effect]) -> None:
+    def on_heartbeat_success(self, member: Membership) -> CommitOutput:
         """A heartbeat succeeded: resend what waited for the current epoch."""
+        out = CommitOutput()
         for op in [c for c in self._commits.values() if c.waiting_heartbeat]:
             self._send(op, member, out)
         for fetch in [f for f in self._fetches.values() if f.waiting_heartbeat]:
             self._send_fetch(fetch, member, out)
+        return out
 
-    def on_ownership_lost(self, member: Membership, out: list[Effect]) -> None:
+    def on_ownership_lost(self, member: Membership) -> CommitOutput:
         """The member lost partitions without revoking them (fenced, stale, fatal): automatic
         commits waiting to retry are dropped, user ones are re-filtered (and fail if nothing is left);
         commits in flight finish with their answer, without retries."""
+        out = CommitOutput()
         for op in list(self._commits.values()):
             if op.request_id is not None and not (op.waiting_heartbeat or op.not_before is not None):
                 op.lost = True  # in flight: its answer decides, and a failure is final
@@ -359,9 +383,11 @@ class CommitManager:
                 self._finish(op, CommitFailedError("partitions lost before the commit was sent"), out)
             else:
                 self._send(op, member, out)
+        return out
 
-    def timers(self, now_ms: int, member: Membership, in_group: bool, out: list[Effect]) -> None:
+    def timers(self, now_ms: int, member: Membership, in_group: bool) -> CommitOutput:
         """Run what is due at `now_ms`: retries whose backoff ended, deadlines, the auto-commit."""
+        out = CommitOutput()
         for op in list(self._commits.values()):
             if (
                 op.deadline_ms is not None
@@ -375,7 +401,7 @@ class CommitManager:
             if fetch.not_before is not None and now_ms >= fetch.not_before:
                 self._send_fetch(fetch, member, out)
         if not self._config.auto_commit:
-            return
+            return out
         interval = self._config.auto_commit_interval_ms
         if not (in_group and member.owned):
             # Nothing to commit: the interval starts when the member gets partitions.
@@ -383,7 +409,8 @@ class CommitManager:
         elif now_ms >= self._next_auto_ms:
             self._next_auto_ms = now_ms + interval
             if not any(c.reason is CommitReason.AUTO for c in self._commits.values()):
-                self.commit(CommitReason.AUTO, now_ms, member, out)
+                self._start(CommitReason.AUTO, now_ms, member, out, None, None, None, None)
+        return out
 
     def next_deadline(self, member: Membership, in_group: bool) -> int | None:
         """The earliest time `timers` has something to do, or None."""

@@ -1,23 +1,16 @@
 """`MemberCore`: the client side of KIP-848 as a pure, deterministic state machine.
 
-Events in (``handle(event, now_ms)``), effects out (a list, executed in order by the runtime),
-``next_deadline(now_ms)`` for the runtime's sleep. No I/O, clock, threads or randomness: the time,
-the member id and the jitter source are inputs.
+Events in (``handle(event, now_ms)``), effects out (a list, executed in order), and
+``next_deadline(now_ms)`` for the driver's sleep. No I/O, clock, threads or randomness: the time,
+the member id and the jitter source are inputs. `MemberSession` drives it.
 
-How the pieces fit:
-
-* `exchange` sends heartbeats and handles their answers (a mixin of this class).
-* `state` holds the states and the one transition table; `_to` is the only place the state changes.
-* `heartbeat` builds requests with only the changed fields; `schedule` decides when one is due.
-* `reconciler` turns targets into owned partitions step by step (revoke, then assign).
-* `commits` runs auto-commits, revocation/close commits, user commits and OffsetFetches.
-* `assignors` carries the client-side-assignor fields and computations.
-* `leaving` is the leave sequence (unsubscribe, close, expired poll timer).
-* This module routes events to them, handles fencing and fatal errors, and sends heartbeats.
-
-Effects of one event are returned in the order they must be executed; see `effects` for the
-contract of each, `events` for what the runtime reports back, and docs/member-states.md for the
-state table.
+Its parts, none of which holds a reference back to it: `state` (the one transition table; `_to` is
+the only place the state changes), `heartbeats` (when a heartbeat is due, its contents, what its
+answer means), `reconciler` and `leaving` (they decide the steps and answer with *needs*, which
+`operations` performs and, when they take time, records as typed `Pending` operations naming who
+resumes), `commits` and `assignors` (they return their effects). Besides the state, the member
+has three named sub-states: the `Leave` under way, the `Rejoin` after a loss and the `Shutdown`
+the application asked for. See docs/member-states.md for the table.
 """
 
 from __future__ import annotations
@@ -26,66 +19,33 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import KConsumerError
+from . import events as ev
 from .assignors import ClientAssignorHooks
 from .backoff import ExponentialBackoff
-from .commits import CommitManager, Ids, Membership
-from .effects import (
-    CommitFinished,
-    Effect,
-    InvokeCallback,
-    LeaveDone,
-    RefreshMetadata,
-    ReportError,
-    StopFetching,
-)
-from .errors import (
-    client_assignors_unsupported,
-    pattern_needs_v1,
-    poll_interval_exceeded,
-)
-from .events import (
-    AssignorMetadataUpdated,
-    CallbackCompleted,
-    ClientAssignmentResult,
-    Close,
-    CommitRequested,
-    CommitResult,
-    CoordinatorCapabilities,
-    Event,
-    FetchingStopped,
-    HeartbeatFailed,
-    HeartbeatResponseReceived,
-    MetadataUpdated,
-    OffsetFetchResult,
-    Poll,
-    RequestAssignment,
-    Subscribe,
-    Tick,
-    Unsubscribe,
-)
-from .exchange import HeartbeatExchange
-from .heartbeat import REGEX_VERSION, HeartbeatBuilder
-from .leaving import Leave, LeavePhase
+from .commits import CommitManager, CommitOutput, Membership
+from .effects import Effect, FindCoordinator, LeaveDone, RefreshMetadata, ReportError
+from .errors import HeartbeatAction, pattern_needs_v1, poll_interval_exceeded
+from .heartbeat_request import REGEX_VERSION
+from .heartbeats import Accepted, HeartbeatExchange, LeaveAnswered, Rejected
+from .leaving import Leave, LeavePhase, Rejoin, Shutdown, leave_epoch
 from .model import (
     LISTENER_CALLBACKS,
-    AssignmentMetadata,
     CallbackKind,
-    CommitReason,
+    Ids,
     LeaveReason,
     MemberConfig,
-    PartitionOffset,
     Subscription,
     TopicIdPartition,
     sort_partitions,
 )
+from .operations import NEEDS, CallbackNeed, Need, Operations, Outcome, StopNeed, Waiter
 from .reconciler import Progress, Reconciler, Release
-from .schedule import HeartbeatSchedule
-from .state import IN_GROUP, MemberState, check_transition
+from .state import HEARTBEATING, IN_GROUP, MemberState, check_transition
 
 S = MemberState
 
 
-class MemberCore(HeartbeatExchange):
+class MemberCore:
     """One consumer's membership in one group (see the module docstring)."""
 
     def __init__(
@@ -104,28 +64,18 @@ class MemberCore(HeartbeatExchange):
         self._state = S.UNSUBSCRIBED
         self._epoch = 0
         self._subscription: Subscription | None = None
-        self._announced: Subscription | None = None
-        self._callbacks: frozenset[CallbackKind] = frozenset()
-        self._hb_version = REGEX_VERSION
-        self._client_assignors_supported = True
         self._ids = Ids()
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms, rand)
-        self._builder = HeartbeatBuilder(config)
-        self._schedule = HeartbeatSchedule(backoff)
+        self._hb = HeartbeatExchange(config, backoff, self._ids)
         self._commits = CommitManager(config, backoff, self._ids, now_ms)
         self._assignors = ClientAssignorHooks(config.client_assignors)
-        self._recon = Reconciler(self, config.auto_offset_reset, backoff)
+        self._ops = Operations(config, self._commits, self._ids, self._assignors.configured)
+        self._recon = Reconciler(config.auto_offset_reset, backoff)
         self._recon.configure(self._assignors.configured)
         self._last_poll_ms = now_ms
-        self._urgent = False
         self._leave: Leave | None = None
-        self._leave_done_pending: LeaveReason | None = None
-        self._closing = False
-        self._close_deadline: int | None = None
-        self._closed = False
-        self._fence_callback: int | None = None
-        self._stale_callback: int | None = None
-        self._stale_polled = False
+        self._rejoin: Rejoin | None = None
+        self._shutdown = Shutdown()
         self._fatal: KConsumerError | None = None
         self._now = now_ms
         self._out: list[Effect] = []
@@ -164,8 +114,8 @@ class MemberCore(HeartbeatExchange):
 
     @property
     def closed(self) -> bool:
-        """True once a `Close` completed: every later event is ignored."""
-        return self._closed
+        """True once a `ev.Close` completed: every later event is ignored."""
+        return self._shutdown.closed
 
     @property
     def reconciler(self) -> Reconciler:
@@ -174,36 +124,32 @@ class MemberCore(HeartbeatExchange):
 
     # -- the entry points -----------------------------------------------------------------------
 
-    def handle(self, event: Event, now_ms: int) -> list[Effect]:
+    def handle(self, event: ev.Event, now_ms: int) -> list[Effect]:
         """Process one event at `now_ms`, run whatever timers are due, return the effects."""
         self._now = now_ms
         self._out = []
-        if self._closed:
+        if self._shutdown.closed:
             return []
         handler = _HANDLERS.get(type(event))
         if handler is None:
             raise TypeError(f"not a member event: {event!r}")
         handler(self, event)
-        self._drain_commits()
+        self._resume_completed()
         self._run_timers()
         self._maybe_heartbeat()
         out, self._out = self._out, []
         return out
 
     def next_deadline(self, now_ms: int) -> int | None:
-        """The absolute time (same clock as `now_ms`) by which the runtime must call
-        ``handle(Tick(), ...)``; `now_ms` if something is already due; None if only an event can
+        """The absolute time (same clock as `now_ms`) by which the driver must call
+        ``handle(ev.Tick(), ...)``; `now_ms` if something is already due; None if only an event can
         change anything."""
-        if self._closed:
+        if self._shutdown.closed:
             return None
         times: list[int] = []
         state = self._state
-        if self._heartbeating():
-            due = self._schedule.due_at(self._heartbeat_urgent())
-            if state is S.LEAVING and self._schedule.in_flight is None:
-                due = now_ms
-            if due is not None:
-                times.append(due)
+        if self._heartbeating() and (due := self._hb.due_at(self._heartbeat_urgent())) is not None:
+            times.append(now_ms if state is S.LEAVING else due)
         if state in IN_GROUP:
             times.append(self._last_poll_ms + self.config.rebalance_timeout_ms)
         member = self._membership()
@@ -212,52 +158,69 @@ class MemberCore(HeartbeatExchange):
                 times.append(deadline)
         return max(min(times), now_ms) if times else None
 
-    # -- reconciler host ------------------------------------------------------------------------
+    # -- performing needs -----------------------------------------------------------------------
 
-    def emit(self, effect: Effect) -> None:
-        """Append an effect to the output of the current `handle` call."""
-        self._out.append(effect)
-
-    def invoke_callback(
-        self,
-        kind: CallbackKind,
-        partitions: tuple[TopicIdPartition, ...],
-        metadata: AssignmentMetadata | None = None,
-    ) -> int | None:
-        """Emit `InvokeCallback` if the application registered `kind`; its id, else None."""
-        registered = (
-            self._assignors.configured if kind is CallbackKind.ASSIGNMENT else kind in self._callbacks
+    def _perform(self, need: Need) -> int | None:
+        """Make `need` happen (see `Operations.perform`): the id of the operation that completes it,
+        or None if it is done already."""
+        closing = self._leave is not None and self._shutdown.closing
+        op_id, effects = self._ops.perform(
+            need,
+            self._membership(),
+            self._now,
+            closing=closing,
+            close_deadline_ms=self._shutdown.deadline_ms,
         )
-        if not registered:
-            return None
-        callback_id = self._ids.next()
-        self._out.append(InvokeCallback(callback_id, kind, sort_partitions(partitions), metadata))
-        return callback_id
+        self._out.extend(effects)
+        return op_id
 
-    def stop_fetching(self, partitions: tuple[TopicIdPartition, ...]) -> int:
-        """Emit `StopFetching`; returns the id its `FetchingStopped` carries."""
-        stop_id = self._ids.next()
-        self._out.append(StopFetching(stop_id, partitions))
-        return stop_id
+    def _satisfied(self, need: Need, waiter: Waiter) -> bool:
+        """Perform `need`: True if it is done at once, else False (`waiter` resumes later)."""
+        op_id = self._perform(need)
+        if op_id is not None:
+            self._ops.wait(op_id, waiter, need)
+        return op_id is None
 
-    def commit_revoked(
-        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
-    ) -> int | None:
-        """Auto-commit the positions (taken when fetching stopped) of partitions being revoked."""
-        offsets = _positions_of(partitions, positions)
-        if not self.config.auto_commit or not offsets:
-            return None
-        return self._commits.commit(
-            CommitReason.REVOCATION, self._now, self._membership(), self._out, offsets=offsets
-        )
+    def _complete(self, op_id: int, outcome: Outcome = None) -> None:
+        """An operation completed: resume whoever waited for it (nobody: ignored)."""
+        pending = self._ops.complete(op_id)
+        if pending is not None:
+            _RESUME[pending.waiter](self, outcome)
 
-    def fetch_committed(self, partitions: tuple[TopicIdPartition, ...]) -> int:
-        """Fetch the committed offsets of newly assigned partitions."""
-        return self._commits.fetch(partitions, self._membership(), self._out)
+    def _absorb(self, output: CommitOutput) -> None:
+        self._out.extend(self._ops.absorb(output))
 
-    def cancel_fetch(self, fetch_id: int) -> None:
-        """Forget an offset fetch of an aborted reconciliation."""
-        self._commits.cancel_fetch(fetch_id)
+    def _resume_completed(self) -> None:
+        """Resume the waiters of the commits and offset fetches that ended."""
+        while completed := self._ops.take_completed():
+            for pending, outcome in completed:
+                _RESUME[pending.waiter](self, outcome)
+
+    # -- the reconciliation ---------------------------------------------------------------------
+
+    def _drive(self, outcome: Need | Progress) -> None:
+        """Perform the reconciler's needs until one takes time, then act on its progress."""
+        while isinstance(outcome, NEEDS):
+            if not self._satisfied(outcome, Waiter.RECONCILIATION):
+                return
+            outcome = self._recon.resume(None)
+        assert isinstance(outcome, Progress)
+        if self._state is not S.RECONCILING:
+            return
+        if outcome is Progress.ACK:
+            self._to(S.ACKNOWLEDGING)
+        elif outcome is Progress.IDLE:
+            self._to(S.STABLE)
+
+    def _resume_reconciliation(self, outcome: Outcome) -> None:
+        self._drive(self._recon.resume(outcome))
+
+    def _reconcile(self) -> None:
+        """A new target or metadata: start reconciling if nothing else runs."""
+        if self._state in (S.JOINING, S.STABLE):
+            self._to(S.RECONCILING)
+        if self._state is S.RECONCILING and self._recon.step is None:
+            self._drive(self._recon.advance())
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -267,72 +230,71 @@ class MemberCore(HeartbeatExchange):
     def _membership(self) -> Membership:
         return Membership(self._member_id, self._epoch, self._recon.owned, self._recon.revoking)
 
-    def _drain_commits(self) -> None:
-        while finished := self._commits.drain_finished():
-            for commit_id in finished:
-                leave = self._leave
-                if leave is not None and leave.waiting == commit_id:
-                    leave.waiting = None
-                    self._advance_leave()
-                else:
-                    self._progress(self._recon.on_commit_done(commit_id))
-
-    def _progress(self, progress: Progress | None) -> None:
-        """React to the reconciler's progress (only meaningful while RECONCILING)."""
-        if progress is None or self._state is not S.RECONCILING:
-            return
-        if progress is Progress.ACK:
-            self._to(S.ACKNOWLEDGING)
-        elif progress is Progress.IDLE:
-            self._to(S.STABLE)
-
-    def _reconcile(self) -> None:
-        """A new target or metadata: start reconciling if nothing else runs."""
-        state = self._state
-        if state in (S.JOINING, S.STABLE):
-            self._to(S.RECONCILING)
-        if self._state is S.RECONCILING and self._recon.step is None:
-            self._progress(self._recon.advance())
-
     def _lose_everything(self, stop: bool = True) -> tuple[Release, int | None]:
         """Stop fetching and drop every partition without commit (fenced, stale, fatal); the
         release and the id of the `StopFetching` emitted, if any. `stop` is False when a leave
         already stopped them."""
         self._assignors.abandon()
         release = self._recon.release(lost=True)
-        stop_id = self.stop_fetching(release.stop) if stop and release.stop else None
+        self._ops.drop(Waiter.RECONCILIATION)
+        stop_id = self._perform(StopNeed(release.stop)) if stop and release.stop else None
         self._recon.drop_owned()
-        self._commits.on_ownership_lost(self._membership(), self._out)
+        self._absorb(self._commits.on_ownership_lost(self._membership()))
         return release, stop_id
+
+    def _lose_and_rejoin(self, needs_poll: bool) -> Release:
+        """Lose everything, run on_partitions_lost, and rejoin once the application thread ran it
+        (which it does after the stop: the callback's completion implies the stop's)."""
+        release, stop_id = self._lose_everything()
+        need: Need = CallbackNeed(CallbackKind.LOST, release.callback)
+        wait = self._perform(need) if release.callback else None
+        if wait is None and stop_id is not None:
+            wait, need = stop_id, StopNeed(release.stop)
+        if wait is not None:
+            self._ops.wait(wait, Waiter.REJOIN, need)
+        self._rejoin = Rejoin(waiting=wait is not None, needs_poll=needs_poll)
+        return release
+
+    def _resume_rejoin(self, outcome: Outcome) -> None:
+        if self._rejoin is not None:
+            self._rejoin.waiting = False
+            self._maybe_rejoin()
+
+    def _maybe_rejoin(self) -> None:
+        rejoin = self._rejoin
+        if rejoin is not None and rejoin.ready and self._state in (S.FENCED, S.STALE):
+            self._rejoin = None
+            self._join()
 
     def _join(self) -> None:
         """(Re)join with epoch 0 and the same member id."""
         self._to(S.JOINING)
         self._epoch = 0
         self._recon.rejoin()
-        self._builder.reset()
+        self._hb.full_next()
         self._assignors.abandon()
         self._check_supported()
 
     def _check_supported(self) -> None:
         """Fail (FATAL) when the broker cannot serve this configuration."""
         sub = self._subscription
-        if sub is not None and sub.pattern is not None and self._hb_version < REGEX_VERSION:
+        if sub is not None and sub.pattern is not None and self._hb.version < REGEX_VERSION:
             self._fail(pattern_needs_v1(sub.pattern))
-        elif self._assignors.configured and not self._client_assignors_supported:
-            self._fail(client_assignors_unsupported([a.name for a in self._assignors.announced]))
+        elif (error := self._assignors.unsupported_error()) is not None:
+            self._fail(error)
 
     def _fail(self, error: KConsumerError) -> None:
         """Go FATAL: partitions lost (callback unless already leaving), error reported."""
         previous = self._state
         self._to(S.FATAL)
         self._fatal = error
-        self._schedule.forget_in_flight()
+        self._hb.schedule.forget_in_flight()
         leaving = previous in (S.PREPARE_LEAVING, S.LEAVING)
         release, _stop_id = self._lose_everything(stop=not leaving)
         if not leaving and release.callback:
-            self.invoke_callback(CallbackKind.LOST, release.callback)
-        self._leave = None
+            self._perform(CallbackNeed(CallbackKind.LOST, release.callback))
+        self._ops.drop()
+        self._leave = self._rejoin = None
         self._out.append(ReportError(error, fatal=True))
         self._emit_leave_done()
 
@@ -348,76 +310,48 @@ class MemberCore(HeartbeatExchange):
             return
         self._to(S.FENCED)
         self._epoch = 0
-        release, stop_id = self._lose_everything()
-        callback = self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
-        # Rejoin once the application thread stopped fetching (and ran on_partitions_lost, which
-        # it does after the stop): the callback's completion implies the stop's.
-        wait = callback if callback is not None else stop_id
-        if wait is None:
-            self._join()
-        else:
-            self._fence_callback = wait
+        self._lose_and_rejoin(needs_poll=False)
+        self._maybe_rejoin()
 
     # -- leaving --------------------------------------------------------------------------------
 
-    def _request_leave_done(self, reason: LeaveReason) -> None:
-        if reason is LeaveReason.CLOSE or self._leave_done_pending is None:
-            self._leave_done_pending = reason
-
     def _emit_leave_done(self) -> None:
-        reason, self._leave_done_pending = self._leave_done_pending, None
+        reason = self._shutdown.pay()
         if reason is not None:
             self._out.append(LeaveDone(reason))
-            if reason is LeaveReason.CLOSE:
-                self._closed = True
 
     def _start_leave(self, reason: LeaveReason) -> None:
-        """From an in-group state: PREPARE_LEAVING, then LEAVING (see the module docstring)."""
+        """From an in-group state: PREPARE_LEAVING, then LEAVING (see `leaving`)."""
         self._to(S.PREPARE_LEAVING)
         if reason is LeaveReason.POLL_EXPIRED:
             # The leave goes out at once (the application is not polling); the rejoin waits until
             # the application polls, stopped fetching and ran on_partitions_lost.
-            release, stop_id = self._lose_everything()
-            callback = self.invoke_callback(CallbackKind.LOST, release.callback) if release.callback else None
-            self._stale_callback = callback if callback is not None else stop_id
-            self._stale_polled = False
-            self._leave = Leave(reason, LeavePhase.SEND, release)
+            self._leave = Leave(reason, LeavePhase.SEND, self._lose_and_rejoin(needs_poll=True))
             self._to(S.LEAVING)
             return
         self._assignors.abandon()
         release = self._recon.release(lost=False)
-        leave = Leave(reason, LeavePhase.COMMIT, release, positions=release.positions)
-        if release.stop:
-            leave.waiting = self.stop_fetching(release.stop)
-        elif release.revoking_callback is not None:
-            # Nothing to stop: wait for the interrupted revocation's callback instead (a stop queued
-            # after it would imply it had returned).
-            leave.waiting = release.revoking_callback
-        self._leave = leave
+        self._leave, adopted = Leave.start(reason, release, self._ops.drop(Waiter.RECONCILIATION))
+        if adopted is not None:
+            self._ops.wait(adopted.op_id, Waiter.LEAVE, adopted.need)
         self._advance_leave()
 
-    def commit_before_leaving(
-        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
-    ) -> int | None:
-        """Auto-commit before leaving (CLOSE on close, REVOCATION on unsubscribe)."""
-        offsets = _positions_of(partitions, positions)
-        if not self.config.auto_commit or not offsets:
-            return None
-        return self._commits.commit(
-            CommitReason.CLOSE if self._closing else CommitReason.REVOCATION,
-            self._now,
-            self._membership(),
-            self._out,
-            offsets=offsets,
-            deadline_ms=self._close_deadline if self._closing else None,
-        )
+    def _resume_leave(self, outcome: Outcome) -> None:
+        if self._leave is not None:
+            self._leave.resume(outcome)
+            self._advance_leave()
 
     def _advance_leave(self) -> None:
+        """Perform the leave's needs until one takes time; then leave (or end, if fenced)."""
         leave = self._leave
-        if leave is None or self._state is not S.PREPARE_LEAVING or not leave.advance(self):
+        if leave is None or self._state is not S.PREPARE_LEAVING or leave.waiting is not None:
             return
+        while (need := leave.next()) is not None:
+            if not self._satisfied(need, Waiter.LEAVE):
+                return
+            leave.resume(None)
         self._recon.drop_owned()
-        self._commits.on_ownership_lost(self._membership(), self._out)
+        self._absorb(self._commits.on_ownership_lost(self._membership()))
         if leave.fenced:
             self._finish_leave()
         else:
@@ -428,18 +362,14 @@ class MemberCore(HeartbeatExchange):
         leave, self._leave = self._leave, None
         assert leave is not None
         self._epoch = 0
-        self._announced = None
-        if leave.reason is LeaveReason.POLL_EXPIRED and self._leave_done_pending is None:
+        self._hb.announced = None
+        if leave.reason is LeaveReason.POLL_EXPIRED and self._shutdown.owed is None:
             self._to(S.STALE)
-            self._maybe_rejoin_stale()
+            self._maybe_rejoin()
             return
         self._to(S.UNSUBSCRIBED)
         self._emit_leave_done()
-        if not self._closing and self._subscription is not None:
-            self._join()
-
-    def _maybe_rejoin_stale(self) -> None:
-        if self._state is S.STALE and self._stale_polled and self._stale_callback is None:
+        if not self._shutdown.closing and self._subscription is not None:
             self._join()
 
     def _run_timers(self) -> None:
@@ -448,18 +378,112 @@ class MemberCore(HeartbeatExchange):
             error = poll_interval_exceeded(self.config.group_id, self.config.rebalance_timeout_ms)
             self._out.append(ReportError(error, fatal=False))
             self._start_leave(LeaveReason.POLL_EXPIRED)
-        self._commits.timers(now, self._membership(), self._state in IN_GROUP, self._out)
-        self._drain_commits()
-        self._recon.timers(now)
+        self._absorb(self._commits.timers(now, self._membership(), self._state in IN_GROUP))
+        self._resume_completed()
+        refresh = self._recon.timers(now)
+        if refresh is not None:
+            self._perform(refresh)
+
+    # -- heartbeats -----------------------------------------------------------------------------
+
+    def _heartbeat_urgent(self) -> bool:
+        """Joining, acknowledging and leaving send at once; so does a change while in the group."""
+        state = self._state
+        return state in (S.JOINING, S.ACKNOWLEDGING, S.LEAVING) or (self._hb.urgent and state in IN_GROUP)
+
+    def _heartbeating(self) -> bool:
+        """Whether the member sends heartbeats now: not once it was fenced while preparing to leave
+        (it is out of the group; the leave only finishes its stop and callback)."""
+        leave = self._leave
+        return self._state in HEARTBEATING and not (leave is not None and leave.fenced)
+
+    def _reported(self) -> frozenset[TopicIdPartition]:
+        """The TopicPartitions a heartbeat reports: what the member owns or may still start fetching
+        (`Reconciler.reported`) and, while preparing to leave, the partitions the application has
+        not yet been told it gave up (assigned ones of an interrupted step included)."""
+        reported = self._recon.reported
+        if self._leave is not None:
+            reported = reported | frozenset(self._leave.release.callback)
+        return reported
+
+    def _maybe_heartbeat(self) -> None:
+        hb = self._hb
+        if not self._heartbeating() or hb.schedule.in_flight is not None:
+            return
+        state = self._state
+        if state is S.LEAVING:  # the leave goes at once, whatever the backoff
+            assert self._leave is not None
+            self._epoch = leave_epoch(self._leave.reason, self.config.static, self._shutdown.closing)
+            self._out.append(hb.send_leave(self._now, member_id=self._member_id, member_epoch=self._epoch))
+            return
+        if not hb.is_due(self._now, self._heartbeat_urgent()):
+            return
+        sub = self._subscription if state in IN_GROUP else None
+        effect = hb.send(
+            self._now, self._member_id, self._epoch, sub, self._reported(), self._assignors.announced
+        )
+        self._assignors.on_heartbeat_sent(effect.request.client_assignors is not None)
+        self._out.append(effect)
+        if state is S.ACKNOWLEDGING:
+            self._to(S.RECONCILING)
+            self._drive(self._recon.advance())
+
+    def _on_heartbeat_answer(self, event: ev.HeartbeatResponseReceived | ev.HeartbeatFailed) -> None:
+        verdict = self._hb.answer(event, self._now)
+        if isinstance(verdict, LeaveAnswered):
+            self._finish_leave()  # any answer ends the leave (GROUP_ID_NOT_FOUND included)
+        elif isinstance(verdict, Accepted):
+            self._on_heartbeat_ok(verdict)
+        elif isinstance(verdict, Rejected):
+            self._on_heartbeat_error(verdict)
+
+    def _on_heartbeat_ok(self, verdict: Accepted) -> None:
+        response = verdict.response
+        state = self._state
+        if state is S.LEAVING:
+            return  # the leave heartbeat goes next
+        if self._hb.version < REGEX_VERSION and response.member_id:
+            self._member_id = response.member_id
+        self._epoch = response.member_epoch
+        self._absorb(self._commits.on_heartbeat_success(self._membership()))
+        should_compute = response.should_compute_assignment and state in IN_GROUP
+        self._out.extend(self._assignors.on_heartbeat_success(self._epoch, should_compute))
+        if state not in IN_GROUP:
+            return
+        target = verdict.target
+        if target is None and state is not S.JOINING:
+            return
+        self._recon.receive(target or {}, verdict.assignment_metadata, self._epoch, verdict.pending)
+        if state is not S.ACKNOWLEDGING:
+            self._reconcile()
+
+    def _on_heartbeat_error(self, verdict: Rejected) -> None:
+        previous = self._state
+        code = verdict.code
+        self._assignors.on_heartbeat_failed()
+        action = verdict.rule.action
+        if action is HeartbeatAction.FENCE:
+            # Fenced again while joining: back off; otherwise rejoin at once.
+            self._hb.rejected(self._now, backoff=previous is S.JOINING)
+            self._fence(previous)
+            return
+        self._hb.rejected(self._now, backoff=True)
+        error = verdict.error(self.config, self._subscription or self._hb.announced)
+        if action is HeartbeatAction.FATAL:
+            self._fail(error)
+        elif action is HeartbeatAction.FIND_COORDINATOR:
+            self._out.append(FindCoordinator(f"ConsumerGroupHeartbeat failed with {code.name}"))
+        elif action is HeartbeatAction.REPORT:
+            self._out.append(ReportError(error, fatal=False))
 
     # -- event handlers -------------------------------------------------------------------------
 
-    def _on_subscribe(self, event: Subscribe) -> None:
+    def _on_subscribe(self, event: ev.Subscribe) -> None:
         subscription = Subscription(tuple(event.topics), event.pattern)
         if subscription.is_empty:
-            self._on_unsubscribe(Unsubscribe())
+            self._on_unsubscribe(ev.Unsubscribe())
             return
-        self._callbacks = event.callbacks & LISTENER_CALLBACKS
+        self._ops.callbacks = event.callbacks & LISTENER_CALLBACKS
         changed = subscription != self._subscription
         self._subscription = subscription
         self._last_poll_ms = self._now
@@ -469,164 +493,107 @@ class MemberCore(HeartbeatExchange):
         if state is S.UNSUBSCRIBED:
             self._join()
         elif state in IN_GROUP and changed:
-            self._urgent = True
+            self._hb.urgent = True
             self._check_supported()
 
-    def _on_unsubscribe(self, event: Unsubscribe) -> None:
+    def _on_unsubscribe(self, event: ev.Unsubscribe) -> None:
         self._subscription = None
-        self._request_leave_done(LeaveReason.UNSUBSCRIBE)
+        self._shutdown.owe(LeaveReason.UNSUBSCRIBE)
         self._give_up(LeaveReason.UNSUBSCRIBE)
 
-    def _on_close(self, event: Close) -> None:
-        self._closing = True
-        self._close_deadline = event.deadline_ms
-        self._request_leave_done(LeaveReason.CLOSE)
+    def _on_close(self, event: ev.Close) -> None:
+        self._shutdown.closing = True
+        self._shutdown.deadline_ms = event.deadline_ms
+        self._shutdown.owe(LeaveReason.CLOSE)
         self._give_up(LeaveReason.CLOSE)
 
     def _give_up(self, reason: LeaveReason) -> None:
-        """Unsubscribe or close, whatever the state."""
+        """ev.Unsubscribe or close, whatever the state."""
         state = self._state
         if state in IN_GROUP:
             self._start_leave(reason)
         elif state in (S.FENCED, S.STALE):
-            self._fence_callback = self._stale_callback = None
+            self._rejoin = None
+            self._ops.drop(Waiter.REJOIN)
             self._to(S.UNSUBSCRIBED)
             self._emit_leave_done()
         elif state in (S.UNSUBSCRIBED, S.FATAL):
             self._emit_leave_done()
         # PREPARE_LEAVING / LEAVING: the leave under way answers with LeaveDone.
 
-    def _on_poll(self, event: Poll) -> None:
+    def _on_poll(self, event: ev.Poll) -> None:
         self._last_poll_ms = self._now
-        if self._state is S.STALE or (
-            self._leave is not None and self._leave.reason is LeaveReason.POLL_EXPIRED
-        ):
-            self._stale_polled = True
-            self._maybe_rejoin_stale()
+        rejoin = self._rejoin
+        if rejoin is not None and rejoin.needs_poll:
+            rejoin.polled = True
+            self._maybe_rejoin()
 
-    def _on_tick(self, event: Tick) -> None:
-        pass  # the timers run after every event
-
-    def _on_metadata(self, event: MetadataUpdated) -> None:
+    def _on_metadata(self, event: ev.MetadataUpdated) -> None:
         self._recon.learn_names(event.topic_names, self._now)
         if self._state is S.RECONCILING and self._recon.step is None:
-            self._progress(self._recon.advance())
+            self._drive(self._recon.advance())
 
-    def _on_fetching_stopped(self, event: FetchingStopped) -> None:
-        leave = self._leave
-        if leave is not None and leave.waiting == event.stop_id:
-            leave.positions = (*leave.positions, *event.positions)
+    def _on_app_completion(self, event: ev.FetchingStopped | ev.CallbackCompleted) -> None:
+        self._last_poll_ms = self._now  # stops and callbacks run inside poll/consume/close
+        if isinstance(event, ev.FetchingStopped):
+            self._complete(event.stop_id, event.positions)
         else:
-            progress = self._recon.on_fetching_stopped(event.stop_id, event.positions)
-            if progress is not None:
-                self._last_poll_ms = self._now
-                self._progress(progress)
-                return
-        self._completed(event.stop_id)
+            self._complete(event.callback_id)
 
-    def _on_callback_completed(self, event: CallbackCompleted) -> None:
-        self._completed(event.callback_id)
+    def _on_commit_requested(self, event: ev.CommitRequested) -> None:
+        self._absorb(self._commits.on_commit_requested(event, self._now, self._membership(), self._fatal))
 
-    def _completed(self, callback_id: int) -> None:
-        """A callback or a stop ran on the application thread."""
-        self._last_poll_ms = self._now  # they run inside poll/consume/close
-        leave = self._leave
-        if callback_id == self._fence_callback:
-            self._fence_callback = None
-            if self._state is S.FENCED:
-                self._join()
-        elif callback_id == self._stale_callback:
-            self._stale_callback = None
-            self._maybe_rejoin_stale()
-        elif leave is not None and leave.waiting == callback_id:
-            leave.waiting = None
-            self._advance_leave()
-        else:
-            self._progress(self._recon.on_callback_done(callback_id))
+    def _on_commit_result(self, event: ev.CommitResult) -> None:
+        self._absorb(self._commits.on_commit_result(event, self._now, self._membership()))
 
-    def _on_commit_requested(self, event: CommitRequested) -> None:
-        reason = CommitReason.USER_SYNC if event.sync else CommitReason.USER_ASYNC
-        if self._fatal is not None:
-            self._out.append(
-                CommitFinished(self._ids.next(), reason, event.token, None, (), error=self._fatal)
-            )
-            return
-        self._commits.commit(
-            reason,
-            self._now,
-            self._membership(),
-            self._out,
-            partitions=self._recon.owned - self._recon.revoking if event.offsets is None else None,
-            offsets=event.offsets,
-            token=event.token,
-            deadline_ms=event.deadline_ms,
-        )
+    def _on_offset_fetch_result(self, event: ev.OffsetFetchResult) -> None:
+        self._absorb(self._commits.on_fetch_result(event, self._now, self._membership()))
 
-    def _on_commit_result(self, event: CommitResult) -> None:
-        self._commits.on_commit_result(
-            event.request_id, event.error, event.message, self._now, self._membership(), self._out
-        )
+    def _on_client_assignment_result(self, event: ev.ClientAssignmentResult) -> None:
+        self._out.extend(self._assignors.on_result(event.member_epoch, event.error, event.message))
 
-    def _on_offset_fetch_result(self, event: OffsetFetchResult) -> None:
-        done = self._commits.on_fetch_result(
-            event.request_id,
-            event.error,
-            event.message,
-            event.offsets,
-            self._now,
-            self._membership(),
-            self._out,
-        )
-        if done is not None:
-            fetch_id, offsets = done
-            self._progress(self._recon.on_committed_offsets(fetch_id, offsets))
-
-    def _on_client_assignment_result(self, event: ClientAssignmentResult) -> None:
-        self._assignors.on_result(event.member_epoch, event.error, event.message, self._out)
-
-    def _on_assignor_metadata(self, event: AssignorMetadataUpdated) -> None:
+    def _on_assignor_metadata(self, event: ev.AssignorMetadataUpdated) -> None:
         changed = self._assignors.update_metadata(
             event.name, event.metadata_version, event.metadata_bytes, event.reason
         )
-        self._urgent = self._urgent or changed
+        self._hb.urgent = self._hb.urgent or changed
 
-    def _on_request_assignment(self, event: RequestAssignment) -> None:
+    def _on_request_assignment(self, event: ev.RequestAssignment) -> None:
         if self._assignors.configured:
-            self._urgent = self._assignors.request_assignment(event.reason) or self._urgent
+            self._hb.urgent = self._assignors.request_assignment(event.reason) or self._hb.urgent
 
-    def _on_capabilities(self, event: CoordinatorCapabilities) -> None:
+    def _on_capabilities(self, event: ev.CoordinatorCapabilities) -> None:
         if event.heartbeat_version < 0:
             raise ValueError(f"invalid ConsumerGroupHeartbeat version {event.heartbeat_version}")
-        self._hb_version = min(event.heartbeat_version, REGEX_VERSION)
-        self._client_assignors_supported = event.client_assignors
+        self._hb.version = min(event.heartbeat_version, REGEX_VERSION)
+        self._assignors.supported = event.client_assignors
         if self._state in IN_GROUP:
             self._check_supported()
 
 
-_HANDLERS: dict[type[Event], Callable[[MemberCore, Any], None]] = {
-    Subscribe: MemberCore._on_subscribe,
-    Unsubscribe: MemberCore._on_unsubscribe,
-    Close: MemberCore._on_close,
-    Poll: MemberCore._on_poll,
-    Tick: MemberCore._on_tick,
-    HeartbeatResponseReceived: MemberCore._on_heartbeat_response,
-    HeartbeatFailed: MemberCore._on_heartbeat_failed,
-    MetadataUpdated: MemberCore._on_metadata,
-    CallbackCompleted: MemberCore._on_callback_completed,
-    FetchingStopped: MemberCore._on_fetching_stopped,
-    CommitRequested: MemberCore._on_commit_requested,
-    CommitResult: MemberCore._on_commit_result,
-    OffsetFetchResult: MemberCore._on_offset_fetch_result,
-    ClientAssignmentResult: MemberCore._on_client_assignment_result,
-    AssignorMetadataUpdated: MemberCore._on_assignor_metadata,
-    RequestAssignment: MemberCore._on_request_assignment,
-    CoordinatorCapabilities: MemberCore._on_capabilities,
+_HANDLERS: dict[type[ev.Event], Callable[[MemberCore, Any], None]] = {
+    ev.Subscribe: MemberCore._on_subscribe,
+    ev.Unsubscribe: MemberCore._on_unsubscribe,
+    ev.Close: MemberCore._on_close,
+    ev.Poll: MemberCore._on_poll,
+    ev.Tick: lambda core, event: None,  # the timers run after every event
+    ev.HeartbeatResponseReceived: MemberCore._on_heartbeat_answer,
+    ev.HeartbeatFailed: MemberCore._on_heartbeat_answer,
+    ev.MetadataUpdated: MemberCore._on_metadata,
+    ev.CallbackCompleted: MemberCore._on_app_completion,
+    ev.FetchingStopped: MemberCore._on_app_completion,
+    ev.CommitRequested: MemberCore._on_commit_requested,
+    ev.CommitResult: MemberCore._on_commit_result,
+    ev.OffsetFetchResult: MemberCore._on_offset_fetch_result,
+    ev.ClientAssignmentResult: MemberCore._on_client_assignment_result,
+    ev.AssignorMetadataUpdated: MemberCore._on_assignor_metadata,
+    ev.RequestAssignment: MemberCore._on_request_assignment,
+    ev.CoordinatorCapabilities: MemberCore._on_capabilities,
 }
 
-
-def _positions_of(
-    partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
-) -> tuple[PartitionOffset, ...]:
-    """The positions of `partitions` (those without one are not committed)."""
-    wanted = {tp.key for tp in partitions}
-    return tuple(p for p in positions if p.partition.key in wanted)
+#: Who resumes when a pending operation completes.
+_RESUME: dict[Waiter, Callable[[MemberCore, Outcome], None]] = {
+    Waiter.RECONCILIATION: MemberCore._resume_reconciliation,
+    Waiter.LEAVE: MemberCore._resume_leave,
+    Waiter.REJOIN: MemberCore._resume_rejoin,
+}

@@ -1,20 +1,33 @@
-"""Effects: what the member core asks its runtime to do, as small frozen dataclasses.
+"""Effects: what the member asks to be done, as small frozen dataclasses.
 
-``MemberCore.handle`` returns a list of effects; the runtime executes them **in list order** and
-reports outcomes back as events (see `kconsumer.client.member.events`). The order carries meaning: a
-`StopFetching` always precedes the commit and the callback of the same partitions, so no record of
-a revoked or lost partition reaches the application after its callback.
+``MemberCore.handle`` returns a list of effects, which `MemberSession` executes or passes on **in
+list order**; outcomes come back as events (see `kconsumer.client.member.events`). The order
+carries meaning: a `StopFetching` always precedes the commit and the callback of the same
+partitions, so no record of a revoked or lost partition reaches the application after its callback.
+
+Three kinds:
+
+* **Group work** of the core (`SendHeartbeat`, `CommitOffsets`, `FetchCommittedOffsets`,
+  `RefreshMetadata`, `FindCoordinator`, `ComputeClientAssignment`): the session turns them into
+  requests and their answers into events; they never leave it.
+* **Application work** (`ApplicationWork`: stop/start fetching, callbacks, commit results, errors,
+  the end of a leave, reading positions for a commit): the driver runs them on the application
+  thread, in order.
+* **Session outputs** (`SendRequest`, `RunAssignor`, `AnswerQuery`): the driver sends a request to
+  a broker, runs an assignor, or answers the application's query.
 
 Request ids (heartbeats, commits, offset fetches) and callback ids come from one counter per core
-and are never reused.
+and are never reused; the session numbers its requests with its own counter.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ...assignment.assignor import AssignmentSpec
 from ...errors import KConsumerError
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
+from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from .model import (
     AssignmentMetadata,
@@ -29,6 +42,12 @@ from .model import (
 
 class Effect:
     """Base class of every effect."""
+
+    __slots__ = ()
+
+
+class ApplicationWork(Effect):
+    """Base class of the effects the driver runs on the application thread, in order."""
 
     __slots__ = ()
 
@@ -67,7 +86,7 @@ class RefreshMetadata(Effect):
 
 
 @dataclass(frozen=True)
-class InvokeCallback(Effect):
+class InvokeCallback(ApplicationWork):
     """Run an application callback on the application thread, inside its next poll()/consume()
     (or close()), then report `CallbackCompleted(callback_id, error)`.
 
@@ -83,10 +102,13 @@ class InvokeCallback(Effect):
     kind: CallbackKind
     partitions: tuple[TopicIdPartition, ...]
     assignment_metadata: AssignmentMetadata | None = None
+    #: ASSIGNMENT: the local assignor whose ``on_assignment`` runs (the one the group uses, as far
+    #: as this member knows).
+    assignor_name: str | None = None
 
 
 @dataclass(frozen=True)
-class StopFetching(Effect):
+class StopFetching(ApplicationWork):
     """Stop fetching these partitions (incremental unassign) and drop their buffered records: from
     now on, no record of them may be handed to the application.
 
@@ -102,7 +124,7 @@ class StopFetching(Effect):
 
 
 @dataclass(frozen=True)
-class StartFetching(Effect):
+class StartFetching(ApplicationWork):
     """Start fetching these partitions (incremental assign) at the given positions: a committed
     offset, or a logical reset position (EARLIEST/LATEST, or NONE = raise an error from poll)."""
 
@@ -128,7 +150,7 @@ class CommitOffsets(Effect):
 
 
 @dataclass(frozen=True)
-class CommitFinished(Effect):
+class CommitFinished(ApplicationWork):
     """A commit is over (after any retries): tell the application (``commit()`` result,
     ``on_commit``). `request_id` is its last attempt (None if none was sent: nothing was left to
     commit); `skipped` are requested partitions not committed because the member does not own
@@ -164,7 +186,7 @@ class ComputeClientAssignment(Effect):
 
 
 @dataclass(frozen=True)
-class ReportError(Effect):
+class ReportError(ApplicationWork):
     """Raise `error` to the application from its next poll(). `fatal` errors end the member (FATAL):
     every later poll raises it again."""
 
@@ -173,9 +195,68 @@ class ReportError(Effect):
 
 
 @dataclass(frozen=True)
-class LeaveDone(Effect):
+class LeaveDone(ApplicationWork):
     """The `Unsubscribe` or `Close` asked for is complete (the leave heartbeat was answered or
     failed, or there was nothing to leave). Exactly one follows each request; several requests
     made while one leave is running are all answered by the same `LeaveDone`."""
 
     reason: LeaveReason
+
+
+@dataclass(frozen=True)
+class CollectPositions(ApplicationWork):
+    """Read the current positions of `partitions` on the application thread and report them with
+    `PositionsCollected(request_id, ...)`: the commit of `CommitOffsets(request_id)` (without
+    explicit offsets) goes out with them."""
+
+    request_id: int
+    partitions: tuple[TopicIdPartition, ...]
+
+
+# -- session outputs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Node:
+    """A broker the session sends to: its address, and its node id (negative for a bootstrap
+    address). Two nodes are the same when their addresses are."""
+
+    host: str
+    port: int
+    node_id: int = field(default=-1, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class SendRequest(Effect):
+    """Send `request` at `version` to `node` (connecting first if needed) and report
+    `ResponseReceived(request_id, response)` or `RequestFailed(request_id, ...)`: exactly one of
+    them. A request that times out (``request.timeout.ms``), or any transport failure, closes the
+    connection: every request in flight on it fails."""
+
+    request_id: int
+    node: Node
+    request: Message
+    version: int
+
+
+@dataclass(frozen=True)
+class RunAssignor(Effect):
+    """Run the local assignor `assignor_name` on `spec` (off the driver's loop: ``assign()`` may be
+    slow) and report `AssignorFinished(run_id, result, error)`."""
+
+    run_id: int
+    assignor_name: str
+    spec: AssignmentSpec
+
+
+@dataclass(frozen=True)
+class AnswerQuery(Effect):
+    """The answer to the application's query `token` (a `CommittedOffsetsQuery` or an
+    `OffsetsQuery`): `result`, or `error` when it failed."""
+
+    token: int
+    result: object = None
+    error: KConsumerError | None = None

@@ -1,18 +1,20 @@
-"""Events: everything that happens to the member core, as small frozen dataclasses.
+"""Events: everything that happens to the member, as small frozen dataclasses.
 
-The runtime calls ``MemberCore.handle(event, now_ms)`` for each of them and executes the effects it
-gets back. Request ids, callback ids and commit ids in events are the ones the core put in the
-effects that started them; an event whose id the core no longer waits for is ignored (a late or
-duplicated answer).
+The driver calls ``MemberSession.handle(event, now_ms)`` for each of them and executes the effects
+it gets back; the session hands the core's events to `MemberCore` and handles its own. Request
+ids, callback ids and commit ids in events are the ones put in the effects that started them; an
+event whose id is no longer awaited is ignored (a late or duplicated answer).
 
 Who sends what:
 
 * the application (through the consumer facade): `Subscribe`, `Unsubscribe`, `Poll`, `Close`,
   `CommitRequested`, `AssignorMetadataUpdated`, `RequestAssignment`, `CallbackCompleted`,
-  `FetchingStopped`;
-* the runtime's network side: `HeartbeatResponseReceived`, `HeartbeatFailed`, `CommitResult`,
+  `FetchingStopped`, `PositionsCollected`, and the queries `CommittedOffsetsQuery`, `OffsetsQuery`;
+* the driver's network side: `ResponseReceived`, `RequestFailed`; its assignor worker:
+  `AssignorFinished`;
+* the session, to the core: `HeartbeatResponseReceived`, `HeartbeatFailed`, `CommitResult`,
   `OffsetFetchResult`, `MetadataUpdated`, `CoordinatorCapabilities`, `ClientAssignmentResult`;
-* the runtime's clock: `Tick` (when ``next_deadline`` is reached).
+* the driver's clock: `Tick` (when ``next_deadline`` is reached).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
+from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from .model import CallbackKind, PartitionOffset
 
@@ -194,3 +197,64 @@ class CoordinatorCapabilities(Event):
 
     heartbeat_version: int = 1
     client_assignors: bool = True
+
+
+# -- session events ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResponseReceived(Event):
+    """The broker answered `SendRequest(request_id)`."""
+
+    request_id: int
+    response: Message
+
+
+@dataclass(frozen=True)
+class RequestFailed(Event):
+    """`SendRequest(request_id)` got no answer: NETWORK_EXCEPTION (could not connect, or the
+    connection closed), REQUEST_TIMED_OUT, or a code for a request that cannot be sent."""
+
+    request_id: int
+    error: ErrorCode = ErrorCode.NETWORK_EXCEPTION
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class AssignorFinished(Event):
+    """`RunAssignor(run_id)` ended: what ``assign()`` returned, or what it raised."""
+
+    run_id: int
+    result: object = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class PositionsCollected(Event):
+    """The application thread read the positions `CollectPositions(request_id)` asked for."""
+
+    request_id: int
+    offsets: tuple[PartitionOffset, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommittedOffsetsQuery(Event):
+    """The application asks for the group's committed offsets of (topic, partition) pairs, from
+    any state (no member id or epoch). Retriable failures are retried until `deadline_ms`; the
+    answer (`AnswerQuery(token)`) is `(ErrorCode, offsets)`."""
+
+    token: int
+    partitions: tuple[tuple[str, int], ...]
+    deadline_ms: int
+
+
+@dataclass(frozen=True)
+class OffsetsQuery(Event):
+    """The application asks for the offsets at timestamps (-2 earliest, -1 latest) of (topic,
+    partition) pairs, from their leaders (ListOffsets). The answer is a dict of the partitions
+    that succeeded by `deadline_ms`."""
+
+    token: int
+    timestamps: Mapping[tuple[str, int], int]
+    isolation_level: int
+    deadline_ms: int

@@ -18,6 +18,18 @@ ClientAssignor = AnnouncedAssignor
 AssignmentMetadata = AssignorOutput
 
 
+class Ids:
+    """The core's single source of request, callback and commit ids (1, 2, 3, ...)."""
+
+    def __init__(self) -> None:
+        self._last = 0
+
+    def next(self) -> int:
+        """A new id, never returned before by this source."""
+        self._last += 1
+        return self._last
+
+
 @dataclass(frozen=True)
 class TopicIdPartition:
     """One partition, by topic id and (resolved) topic name.

@@ -9,7 +9,10 @@ local assignor's AssignmentMetadata is pending does the assign step wait for eve
 still unknown after a metadata update are asked for again after the retry backoff.
 
 One reconciliation is a sequence of *steps*, one at a time, each followed by an acknowledgement
-when it changed the owned set (the core sends that heartbeat at once):
+when it changed the owned set (the core sends that heartbeat at once). The reconciler decides; the
+core acts: every input is answered with the next `Need` of the step (stop fetching, commit, a
+callback, an offset fetch, start fetching, a metadata refresh; see `operations`) or a `Progress`,
+and the core resumes it with `resume` when the need is met:
 
 1. **Revoke** (owned - target), when anything is revoked:
    `StopFetching` (waits for `FetchingStopped`, which carries the positions) -> auto-commit of
@@ -42,11 +45,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff, Retry
-from .effects import Effect, RefreshMetadata, StartFetching
 from .model import (
     AssignmentMetadata,
     CallbackKind,
@@ -56,39 +57,20 @@ from .model import (
     TopicIdPartition,
     sort_partitions,
 )
+from .operations import (
+    CallbackNeed,
+    CommitNeed,
+    NamesNeed,
+    Need,
+    OffsetsNeed,
+    Outcome,
+    StartNeed,
+    StopNeed,
+)
 
 
 def _by_bytes(ids: Iterable[Uuid]) -> tuple[Uuid, ...]:
     return tuple(sorted(ids, key=lambda u: u.bytes))
-
-
-class ReconcileHost(Protocol):
-    """What the reconciler needs from the core."""
-
-    def emit(self, effect: Effect) -> None:
-        """Append an effect to the current output."""
-
-    def invoke_callback(
-        self,
-        kind: CallbackKind,
-        partitions: tuple[TopicIdPartition, ...],
-        metadata: AssignmentMetadata | None = None,
-    ) -> int | None:
-        """Emit `InvokeCallback` when the application registered `kind`; its id, or None if skipped."""
-
-    def stop_fetching(self, partitions: tuple[TopicIdPartition, ...]) -> int:
-        """Emit `StopFetching` for `partitions`; the id its `FetchingStopped` will carry."""
-
-    def commit_revoked(
-        self, partitions: tuple[TopicIdPartition, ...], positions: tuple[PartitionOffset, ...]
-    ) -> int | None:
-        """Auto-commit the `positions` of `partitions`; the commit id, or None if none started."""
-
-    def fetch_committed(self, partitions: tuple[TopicIdPartition, ...]) -> int:
-        """Start an OffsetFetch; returns its fetch id."""
-
-    def cancel_fetch(self, fetch_id: int) -> None:
-        """Forget an OffsetFetch."""
 
 
 class Progress(enum.Enum):
@@ -110,12 +92,14 @@ class StepKind(enum.Enum):
 
 
 class Phase(enum.Enum):
-    """What a step is doing or waiting for."""
+    """What a step does next (after the need it waits for, if any, is met)."""
 
+    STOP = "stop"
     COMMIT = "commit"
     ON_ASSIGNMENT = "on_assignment"
     CALLBACK = "callback"
     FETCH_OFFSETS = "fetch_offsets"
+    START = "start"
     FINISH = "finish"
 
 
@@ -126,14 +110,21 @@ class Step:
     kind: StepKind
     partitions: tuple[TopicIdPartition, ...]
     phase: Phase
-    waiting: int | None = None
+    #: The need the step waits for (None while it runs).
+    waiting: Need | None = None
     #: ASSIGN: the application was (or may have been) told about `partitions`.
     told: bool = False
-    #: REVOKE: on_partitions_revoked was emitted for `partitions`.
+    #: REVOKE: on_partitions_revoked was asked for `partitions`.
     revoke_called: bool = False
-    #: REVOKE: fetching stopped (`FetchingStopped` arrived), with these positions.
+    #: REVOKE: fetching stopped (the stop came back), with these positions.
     stopped: bool = False
     positions: tuple[PartitionOffset, ...] = ()
+    #: ASSIGN: where fetching starts, once the committed offsets are known.
+    starts: tuple[FetchPosition, ...] = ()
+
+
+#: What the reconciler answers an input with: the next need of the step, or where it stands.
+Next = Need | Progress
 
 
 @dataclass(frozen=True)
@@ -148,16 +139,15 @@ class Release:
     """The ones the application believes it has and has not yet been told it lost/revoked."""
     positions: tuple[PartitionOffset, ...] = ()
     """Positions of partitions an interrupted revoke step had already stopped."""
-    revoking_callback: int | None = None
-    """The ``on_partitions_revoked`` of an interrupted revoke step, emitted and not yet returned
-    (a leave gives its partitions up only once it has)."""
+    revoking_callback: bool = False
+    """An interrupted revoke step's ``on_partitions_revoked`` was asked for and has not returned:
+    a leave gives its partitions up only once it has (the core hands that operation over)."""
 
 
 class Reconciler:
     """Owned partitions, the target, and the step machine between them."""
 
-    def __init__(self, host: ReconcileHost, offset_reset: OffsetReset, backoff: ExponentialBackoff) -> None:
-        self._host = host
+    def __init__(self, offset_reset: OffsetReset, backoff: ExponentialBackoff) -> None:
         self._offset_reset = offset_reset
         self._owned: dict[tuple[Uuid, int], TopicIdPartition] = {}
         self._names: dict[Uuid, str] = {}
@@ -211,6 +201,11 @@ class Reconciler:
     def target(self) -> Mapping[Uuid, frozenset[int]] | None:
         """The last target received since (re)joining, by topic id."""
         return self._target
+
+    @property
+    def names(self) -> Mapping[Uuid, str]:
+        """The topic names the reconciler knows, by id."""
+        return self._names
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -274,21 +269,24 @@ class Reconciler:
             for p in parts
         ]
 
-    def advance(self) -> Progress:
-        """Start the next step if none runs; IDLE when the target is reconciled."""
+    def advance(self) -> Next:
+        """Plan the next step if none runs: its first need; IDLE when the target is reconciled,
+        WAITING while a step waits or names are missing."""
+        if self.step is not None:
+            return Progress.WAITING
         while self.step is None:
             if self._target is None:
                 return Progress.IDLE
             unresolved = self._unresolved()
-            if unresolved - self._unresolved_asked:
-                self._host.emit(RefreshMetadata(topic_ids=_by_bytes(unresolved)))
+            newly_unresolved = unresolved - self._unresolved_asked
             self._unresolved_asked = unresolved
+            if newly_unresolved:
+                return NamesNeed(_by_bytes(unresolved))  # resumed at once: planning goes on
             target_keys = {(tid, p) for tid, parts in self._target.items() for p in parts}
             revoked = sort_partitions(tp for key, tp in self._owned.items() if key not in target_keys)
             if revoked:
-                self.step = Step(StepKind.REVOKE, revoked, Phase.COMMIT)
-                self.step.waiting = self._host.stop_fetching(revoked)
-                return Progress.WAITING
+                self.step = Step(StepKind.REVOKE, revoked, Phase.STOP)
+                return self._run()
             resolved = self._resolved_target()
             added = sort_partitions(tp for tp in resolved if tp.key not in self._owned)
             # on_assignment sees the whole target and comes before on_partitions_assigned: with
@@ -307,113 +305,110 @@ class Reconciler:
                 ]
                 self._target_for_callback = sort_partitions({*resolved, *pending})
                 self.step = Step(StepKind.ASSIGN, added, Phase.ON_ASSIGNMENT)
-                progress = self._run()
-                if progress is not Progress.IDLE:
-                    return progress
+                outcome = self._run()
+                if outcome is not Progress.IDLE:
+                    return outcome
                 continue
             return Progress.WAITING if unresolved else Progress.IDLE
         return Progress.WAITING
 
-    def _run(self) -> Progress:
-        """Drive the current step until it waits or ends. `phase` is the next thing to do;
-        `waiting` the id of what the previous phase started."""
+    def resume(self, outcome: Outcome = None) -> Next:
+        """The need last answered was met (`outcome`: positions after a stop, committed offsets
+        after a fetch, else None): go on with the step, or plan the next one."""
+        step = self.step
+        if step is None:
+            return self.advance()
+        need, step.waiting = step.waiting, None
+        if isinstance(need, StopNeed):
+            step.stopped = True
+            step.positions = outcome if isinstance(outcome, tuple) else ()
+        elif isinstance(need, OffsetsNeed):
+            assert isinstance(outcome, Mapping)
+            step.starts = self._start_positions(step.partitions, outcome)
+        result = self._run()
+        return self.advance() if result is Progress.IDLE else result
+
+    def _run(self) -> Next:
+        """Drive the current step until it needs something or ends. `phase` is the next thing to
+        do; a need returned is recorded as what the step waits for."""
         step = self.step
         assert step is not None
-        host = self._host
-        while step.waiting is None:
+        need = self._next_need(step)
+        if isinstance(need, Progress):
+            return need
+        step.waiting = need
+        return need
+
+    def _next_need(self, step: Step) -> Next:
+        while True:
             phase = step.phase
             if step.kind is StepKind.REVOKE:
+                if phase is Phase.STOP:
+                    step.phase = Phase.COMMIT
+                    return StopNeed(step.partitions)
                 if phase is Phase.COMMIT:
                     step.phase = Phase.CALLBACK
-                    step.waiting = host.commit_revoked(step.partitions, step.positions)
-                elif phase is Phase.CALLBACK:
+                    return CommitNeed(step.partitions, step.positions)
+                if phase is Phase.CALLBACK:
                     step.phase = Phase.FINISH
                     step.revoke_called = True
-                    step.waiting = host.invoke_callback(CallbackKind.REVOKED, step.partitions)
-                else:
-                    for tp in step.partitions:
-                        self._owned.pop(tp.key, None)
-                    self.step = None
-                    return Progress.ACK
-            elif phase is Phase.ON_ASSIGNMENT:
+                    return CallbackNeed(CallbackKind.REVOKED, step.partitions)
+                for tp in step.partitions:
+                    self._owned.pop(tp.key, None)
+                self.step = None
+                return Progress.ACK
+            if phase is Phase.ON_ASSIGNMENT:
                 step.phase = Phase.CALLBACK
                 metadata, self._pending_metadata = self._pending_metadata, None
                 if metadata is not None:
-                    step.waiting = host.invoke_callback(
-                        CallbackKind.ASSIGNMENT, self._target_for_callback, metadata
-                    )
+                    return CallbackNeed(CallbackKind.ASSIGNMENT, self._target_for_callback, metadata)
             elif phase is Phase.CALLBACK:
                 step.phase = Phase.FETCH_OFFSETS
                 if step.partitions or self._first_assignment:
                     self._first_assignment = False
                     step.told = True
-                    step.waiting = host.invoke_callback(CallbackKind.ASSIGNED, step.partitions)
+                    return CallbackNeed(CallbackKind.ASSIGNED, step.partitions)
             elif phase is Phase.FETCH_OFFSETS and step.partitions:
+                step.phase = Phase.START
+                return OffsetsNeed(step.partitions)
+            elif phase is Phase.START:
                 step.phase = Phase.FINISH
-                step.waiting = host.fetch_committed(step.partitions)
+                return StartNeed(step.starts)
+            elif phase is Phase.FINISH:
+                for tp in step.partitions:
+                    self._owned[tp.key] = tp
+                self.step = None
+                return Progress.ACK
             else:
                 self.step = None
                 return Progress.IDLE
-        return Progress.WAITING
 
-    # -- completions ----------------------------------------------------------------------------
-
-    def _complete(self, waiting_id: int) -> Progress | None:
-        step = self.step
-        if step is None or step.waiting != waiting_id:
-            return None
-        step.waiting = None
-        progress = self._run()
-        return self.advance() if progress is Progress.IDLE else progress
-
-    def on_fetching_stopped(self, stop_id: int, positions: tuple[PartitionOffset, ...]) -> Progress | None:
-        """The application thread stopped fetching a revoke step's partitions."""
-        step = self.step
-        if step is None or step.kind is not StepKind.REVOKE or step.waiting != stop_id:
-            return None
-        step.stopped = True
-        step.positions = positions
-        return self._complete(stop_id)
-
-    def on_callback_done(self, callback_id: int) -> Progress | None:
-        """A callback finished; None if no step waited for it."""
-        return self._complete(callback_id)
-
-    def on_commit_done(self, commit_id: int) -> Progress | None:
-        """A revocation commit finished (success or not); None if no step waited for it."""
-        return self._complete(commit_id)
-
-    def on_committed_offsets(
-        self, fetch_id: int, offsets: Mapping[tuple[Uuid, int], PartitionOffset]
-    ) -> Progress | None:
-        """Committed offsets arrived: start fetching the added partitions and own them."""
-        step = self.step
-        if step is None or step.kind is not StepKind.ASSIGN or step.waiting != fetch_id:
-            return None
-        assert step.phase is Phase.FINISH
+    def _start_positions(
+        self,
+        partitions: tuple[TopicIdPartition, ...],
+        offsets: Mapping[tuple[Uuid, int], PartitionOffset],
+    ) -> tuple[FetchPosition, ...]:
+        """The committed offset of each partition, or the reset policy where none is committed."""
         positions = []
-        for tp in step.partitions:
+        for tp in partitions:
             committed = offsets.get(tp.key)
             if committed is not None and committed.offset >= 0:
                 positions.append(FetchPosition(tp, committed.offset, committed.leader_epoch))
             else:
                 positions.append(FetchPosition(tp, self._offset_reset))
-        self._host.emit(StartFetching(tuple(positions)))
-        for tp in step.partitions:
-            self._owned[tp.key] = tp
-        self.step = None
-        return Progress.ACK
+        return tuple(positions)
 
     # -- metadata timer -------------------------------------------------------------------------
 
-    def timers(self, now_ms: int) -> None:
+    def timers(self, now_ms: int) -> NamesNeed | None:
         """Ask again for metadata of ids still unknown once the backoff ended."""
         if self._metadata_retry_at is not None and now_ms >= self._metadata_retry_at:
             self._metadata_retry_at = None
             unresolved = self._unresolved()
             if unresolved:
                 self._unresolved_asked = unresolved
-                self._host.emit(RefreshMetadata(topic_ids=_by_bytes(unresolved)))
+                return NamesNeed(_by_bytes(unresolved))
+        return None
 
     def next_deadline(self) -> int | None:
         """When `timers` has something to do."""
@@ -421,42 +416,33 @@ class Reconciler:
 
     # -- giving partitions up -------------------------------------------------------------------
 
-    def _abort_step(self) -> tuple[TopicIdPartition, ...]:
-        """End the step in progress; returns the added partitions the application was told about."""
-        step, self.step = self.step, None
-        if step is None:
-            return ()
-        if step.kind is StepKind.ASSIGN:
-            if step.phase is Phase.FINISH and step.waiting is not None:
-                self._host.cancel_fetch(step.waiting)
-            return step.partitions if step.told else ()
-        return ()
-
     def release(self, *, lost: bool) -> Release:
         """Give up everything (leave, fence, stale, fatal): ends any step and clears the target.
 
         For a revocation (`lost` False), partitions whose ``on_partitions_revoked`` was already
-        emitted by an interrupted revoke step are not in `callback` again. The owned set is left as
-        it is (a leave still commits it); call `drop_owned` when done.
+        asked for by an interrupted revoke step are not in `callback` again. The owned set is left
+        as it is (a leave still commits it); call `drop_owned` when done. Whatever the step
+        waited for is no longer awaited by the reconciler.
         """
-        step = self.step
+        step, self.step = self.step, None
         revoking = set(step.partitions) if step and step.kind is StepKind.REVOKE else set()
         already_revoked = revoking if (step and step.revoke_called and not lost) else set()
         # Partitions of a revoke step whose stop is confirmed need no new stop; the others are
         # stopped again (the runtime reports the position a partition had when it first stopped).
         stopped = revoking if step and step.stopped else set()
-        told = self._abort_step()
+        told = step.partitions if step and step.kind is StepKind.ASSIGN and step.told else ()
         owned = sort_partitions(self._owned.values())
         self._target = None
         self._pending_metadata = None
         self._metadata_retry_at = None
         self._unresolved_asked = frozenset()
+        revoke_running = bool(already_revoked) and step is not None and step.waiting is not None
         return Release(
             stop=tuple(tp for tp in owned if tp not in stopped),
             owned=owned,
             callback=sort_partitions([tp for tp in owned if tp not in already_revoked] + list(told)),
             positions=step.positions if step is not None and step.stopped else (),
-            revoking_callback=step.waiting if already_revoked and step is not None else None,
+            revoking_callback=revoke_running,
         )
 
     def drop_owned(self) -> None:

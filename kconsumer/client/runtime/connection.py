@@ -1,8 +1,10 @@
-"""One asyncio connection to one broker: version negotiation, pipelined requests, timeouts.
+"""One asyncio connection to one broker: pipelined requests, timeouts.
 
 Requests are written at once and matched to responses by correlation id (a broker answers a
 connection's requests in order). Any transport failure, timeout or undecodable response closes
 the connection and fails every request in flight with a `TransportError`; the caller reconnects.
+Which version to send is the caller's decision (the member session negotiates with ApiVersions,
+whose KIP-511 refusal, written in the v0 layout, is read here as an UNSUPPORTED_VERSION answer).
 """
 
 from __future__ import annotations
@@ -13,16 +15,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ...errors import ErrorCode, KConsumerError, ProtocolError
-from ...protocol.api import decode_response, encode_request, spec_for
+from ...protocol.api import ApiKey, decode_response, encode_request, spec_for
 from ...protocol.headers import DEFAULT_MAX_FRAME_BYTES, frame_size
-from ...protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from ...protocol.negotiation import (
-    API_VERSIONS_FIRST_TRY,
-    BrokerVersions,
-    broker_versions,
-    common_version,
-    refused_api_versions,
-)
+from ...protocol.messages.api_versions import ApiVersionsResponse
+from ...protocol.negotiation import refused_api_versions
 from ...protocol.schema import Message
 
 log = logging.getLogger("kconsumer.client.runtime")
@@ -55,7 +51,7 @@ class _Pending:
 
 
 class BrokerConnection:
-    """A negotiated connection; create it with `BrokerConnection.open`."""
+    """A connection to a broker; create it with `BrokerConnection.open`."""
 
     def __init__(
         self,
@@ -68,7 +64,6 @@ class BrokerConnection:
         self.address = address
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
-        self.versions: BrokerVersions = {}
         self._reader = reader
         self._writer = writer
         self._pending: dict[int, _Pending] = {}
@@ -83,34 +78,15 @@ class BrokerConnection:
         client_id: str,
         connect_timeout_s: float,
         request_timeout_s: float,
-        software_version: str = "0.1.0",
     ) -> BrokerConnection:
-        """Connect and negotiate API versions (ApiVersions v3, else v0)."""
+        """Connect (TransportError when the broker cannot be reached in time)."""
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(address.host, address.port), connect_timeout_s
             )
         except (OSError, asyncio.TimeoutError) as exc:
             raise TransportError(f"cannot connect to {address}: {exc or type(exc).__name__}") from None
-        connection = cls(address, reader, writer, client_id, request_timeout_s)
-        try:
-            await connection._negotiate(software_version)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    async def _negotiate(self, software_version: str) -> None:
-        request = ApiVersionsRequest(
-            client_software_name="kconsumer", client_software_version=software_version
-        )
-        response = await self._send(request, API_VERSIONS_FIRST_TRY, raw_api_versions=True)
-        if isinstance(response, ApiVersionsResponse) and response.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            response = await self._send(ApiVersionsRequest(), 0)
-        if not isinstance(response, ApiVersionsResponse) or response.error_code != ErrorCode.NONE:
-            code = getattr(response, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
-            raise TransportError(f"{self.address}: ApiVersions failed with {ErrorCode.of(code).name}")
-        self.versions = broker_versions(response)
+        return cls(address, reader, writer, client_id, request_timeout_s)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -118,22 +94,11 @@ class BrokerConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
-    def version_for(self, api_key: int, max_version: int | None = None) -> int:
-        """Highest common version (NoCommonVersionError when there is none)."""
-        return common_version(api_key, self.versions, max_version)
-
-    def supports(self, api_key: int) -> bool:
-        return api_key in self.versions
-
-    async def request(
-        self, message: R, version: int | None = None, max_version: int | None = None
-    ) -> Message:
-        """Send `message` at `version` (default: the highest common one) and await its response."""
-        if version is None:
-            version = self.version_for(message.API_KEY, max_version)
+    async def request(self, message: R, version: int) -> Message:
+        """Send `message` at `version` and await its response."""
         return await self._send(message, version)
 
-    async def _send(self, message: Message, version: int, raw_api_versions: bool = False) -> Message:
+    async def _send(self, message: Message, version: int) -> Message:
         if self._closed is not None:
             raise self._closed
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
@@ -142,6 +107,7 @@ class BrokerConnection:
         # A request abandoned after its timeout may still fail later: retrieve that exception.
         future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
         key = message.API_KEY
+        raw_api_versions = key == ApiKey.API_VERSIONS  # its refusal must be read raw (KIP-511)
         self._pending[correlation_id] = _Pending(key, -version - 1 if raw_api_versions else version, future)
         try:
             self._writer.write(encode_request(message, version, correlation_id, self.client_id))

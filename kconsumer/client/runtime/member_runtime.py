@@ -1,76 +1,37 @@
-"""Drives the member core on the background loop with the real clock and executes its effects.
+"""Drives the member session on the background loop with the real clock: I/O only.
 
-Network effects (heartbeats, commits, offset fetches, metadata, coordinator discovery) run here as
-asyncio tasks whose outcomes come back to the core as events. Effects that belong to the
-application thread (stopping and starting fetches, reading positions for a commit, user callbacks,
-commit results, errors, the end of a leave) go, in order, into `app_queue`; the consumer facade
-executes them inside poll/consume/close and reports back with `post`.
+What it does with the session's effects: `SendRequest` opens (or reuses) a connection to the node
+and reports `ResponseReceived` or `RequestFailed`; `RunAssignor` runs ``assign()`` on the
+assignor thread and reports `AssignorFinished`; `AnswerQuery` completes the future the
+application thread waits on; `ApplicationWork` goes, in order, into `app_queue`, which the
+consumer facade runs inside poll/consume/close and reports back with `post`. The session's
+``next_deadline`` arms one timer. Every decision is the session's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import queue
 import random
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
-from ...errors import ErrorCode, KafkaApiError
-from ...protocol.api import ApiKey
-from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
-from ...protocol.messages.extensions import PREPARE_ASSIGNMENT_API_KEY
-from ...protocol.messages.offsets import OffsetCommitResponse, OffsetFetchResponse
-from ...protocol.negotiation import NoCommonVersionError
-from ...protocol.uuid import ZERO_UUID
+from ...errors import ErrorCode, KConsumerError
 from ..config import ConsumerConfig
-from ..member import MemberCore, MemberState
-from ..member.effects import (
-    CommitFinished,
-    CommitOffsets,
-    ComputeClientAssignment,
-    Effect,
-    FetchCommittedOffsets,
-    FindCoordinator,
-    InvokeCallback,
-    LeaveDone,
-    RefreshMetadata,
-    ReportError,
-    SendHeartbeat,
-    StartFetching,
-    StopFetching,
-)
-from ..member.events import (
-    ClientAssignmentResult,
-    CommitResult,
-    CoordinatorCapabilities,
-    Event,
-    HeartbeatFailed,
-    HeartbeatResponseReceived,
-    MetadataUpdated,
-    OffsetFetchResult,
-    Tick,
-)
-from ..member.model import PartitionOffset, TopicIdPartition
+from ..local_assignors import LocalAssignors
+from ..member import MemberSession, MemberState
+from ..member.cluster import parse_bootstrap
+from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
+from ..member.events import AssignorFinished, Event, RequestFailed, ResponseReceived, Tick
+from ..member.model import TopicIdPartition
 from .background import BackgroundLoop
-from .connection import Address, BrokerConnection, RequestTimeoutError, TransportError
-from .network import NetworkClient
-from .offset_requests import (
-    BY_ID_VERSION,
-    COMMIT_MIN_VERSION,
-    commit_error,
-    commit_request,
-    fetch_request,
-    fetch_result,
-)
+from .connection import Address, RequestTimeoutError, TransportError
+from .connections import Connections
 
 log = logging.getLogger("kconsumer")
 
-T = TypeVar("T")
-
-#: The member core speaks ConsumerGroupHeartbeat v1 at most.
-HEARTBEAT_MAX_VERSION = 1
 #: States in which a rebalance is under way: the application thread polls in short slices.
 BUSY_STATES = frozenset(
     {
@@ -82,32 +43,9 @@ BUSY_STATES = frozenset(
         MemberState.LEAVING,
     }
 )
-_COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 
-
-@dataclass(frozen=True)
-class CollectPositions:
-    """Application-thread work: read the current positions of `commit.partitions` and send the
-    commit (`CommitOffsets` without explicit offsets)."""
-
-    commit: CommitOffsets
-
-
-#: What the application thread executes, in order.
-AppWork = (
-    StopFetching
-    | StartFetching
-    | InvokeCallback
-    | CommitFinished
-    | ReportError
-    | LeaveDone
-    | CollectPositions
-)
-
-_APP_EFFECTS = (StopFetching, StartFetching, InvokeCallback, CommitFinished, ReportError, LeaveDone)
-
-#: Runs a client-side assignment (EXTENSIONS.md flow) for an epoch; returns its outcome.
-ClientAssignmentRunner = Callable[["MemberRuntime", int], Coroutine[Any, Any, ClientAssignmentResult]]
+#: Builds a query event from its token and deadline (milliseconds on the loop's clock).
+QueryFactory = Callable[[int, int], Event]
 
 
 def _now_ms(loop: asyncio.AbstractEventLoop) -> int:
@@ -115,34 +53,39 @@ def _now_ms(loop: asyncio.AbstractEventLoop) -> int:
 
 
 class MemberRuntime:
-    """One consumer's background side: the member core, its timer and its network tasks."""
+    """One consumer's background side: the member session, its timer, connections and tasks."""
 
     def __init__(
         self,
         config: ConsumerConfig,
         member_id: str,
         background: BackgroundLoop,
-        client_assignment: ClientAssignmentRunner | None = None,
+        assignors: LocalAssignors | None = None,
     ) -> None:
         self.config = config
         self.group_id = config.require_group()
         self.member_id = member_id
-        self.app_queue: queue.SimpleQueue[AppWork] = queue.SimpleQueue()
-        self.network = NetworkClient(
-            config.bootstrap_servers,
+        self.app_queue: queue.SimpleQueue[ApplicationWork] = queue.SimpleQueue()
+        self._bootstrap = parse_bootstrap(config.bootstrap_servers)
+        self._connections = Connections(
             config.client_id,
             config.socket_connection_setup_timeout_ms / 1000,
             config.request_timeout_ms / 1000,
         )
         self._bg = background
-        self._client_assignment = client_assignment
-        self._core: MemberCore | None = None
+        self._assignors = assignors
+        self._assign_thread: concurrent.futures.ThreadPoolExecutor | None = None
+        if assignors is not None:
+            self._assign_thread = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"kconsumer-assignor-{member_id[:8]}"
+            )
+        self._session: MemberSession | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._coordinator_address: Address | None = None
-        self._announced_to: BrokerConnection | None = None
+        self._answers: dict[int, concurrent.futures.Future[Any]] = {}
+        self._tokens = 0
         self._closed = False
-        #: Mirrors of the core, readable from the application thread.
+        #: Mirrors of the session, readable from the application thread.
         self.state = MemberState.UNSUBSCRIBED
         self.member_epoch = 0
         self.assignment: tuple[TopicIdPartition, ...] = ()
@@ -156,50 +99,50 @@ class MemberRuntime:
         return self.state in BUSY_STATES
 
     def post(self, event: Event) -> None:
-        """Hand an event to the core (thread-safe; handled on the background loop)."""
+        """Hand an event to the session (thread-safe; handled on the background loop)."""
         self._bg.call(self._handle, event)
 
-    def commit_positions(self, work: CollectPositions, offsets: Sequence[PartitionOffset]) -> None:
-        """Send the commit of `work` with the positions the application thread read."""
-        self._bg.call(self._spawn, self._commit(work.commit, tuple(offsets)))
-
-    def call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float) -> T:
-        """Run `coroutine` on the background loop and wait for its result (application thread)."""
-        return self._bg.submit(coroutine).result(timeout_s)
+    def ask(self, query: QueryFactory, timeout_s: float) -> Any:
+        """Ask the session a question and wait for the answer (application thread). Raises the
+        query's error, or TimeoutError after `timeout_s`."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._bg.call(self._ask, query, int(timeout_s * 1000), future)
+        try:
+            return future.result(timeout_s + 1.0)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError("no answer from the consumer's background thread") from None
 
     def shutdown(self) -> None:
-        """Stop the timer, cancel the network tasks and close the connections (thread-safe)."""
+        """Stop the timer, cancel the network tasks, close the connections (thread-safe)."""
         self._bg.call(self._shutdown)
+        if self._assign_thread is not None:
+            self._assign_thread.shutdown(wait=False, cancel_futures=True)
 
     # -- loop side ----------------------------------------------------------------------------
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._core = MemberCore(
-            self.config.member_config(), self.member_id, _now_ms(loop), rand=random.random
+        self._session = MemberSession(
+            self.config.member_config(), self._bootstrap, self.member_id, _now_ms(loop), rand=random.random
         )
 
+    def _ask(self, query: QueryFactory, timeout_ms: int, future: concurrent.futures.Future[Any]) -> None:
+        self._tokens += 1
+        self._answers[self._tokens] = future
+        self._handle(query(self._tokens, _now_ms(asyncio.get_running_loop()) + timeout_ms))
+
     def _handle(self, event: Event) -> None:
-        core = self._core
-        if core is None or self._closed:
+        session = self._session
+        if session is None or self._closed:
             return
         loop = asyncio.get_running_loop()
         now = _now_ms(loop)
-        before = core.state
-        effects = core.handle(event, now)
-        if core.state is not before:
-            log.info(
-                "member %s of group %s: %s -> %s (epoch %d)",
-                self.member_id,
-                self.group_id,
-                before.name,
-                core.state.name,
-                core.member_epoch,
-            )
-        self.state, self.member_epoch, self.assignment = core.state, core.member_epoch, core.assignment
+        effects = session.handle(event, now)
+        self.state, self.member_epoch = session.state, session.member_epoch
+        self.assignment = session.assignment
         for effect in effects:
-            self._execute(effect)
-        self._arm_timer(loop, core.next_deadline(now))
+            _EXECUTE[type(effect)](self, effect)
+        self._arm_timer(loop, session.next_deadline(now))
 
     def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline_ms: int | None) -> None:
         if self._timer is not None:
@@ -208,29 +151,7 @@ class MemberRuntime:
         if deadline_ms is not None and not self._closed:
             self._timer = loop.call_at(deadline_ms / 1000, self._handle, Tick())
 
-    def _execute(self, effect: Effect) -> None:
-        if isinstance(effect, _APP_EFFECTS):
-            self.app_queue.put(effect)
-        elif isinstance(effect, SendHeartbeat):
-            self._spawn(self._heartbeat(effect))
-        elif isinstance(effect, CommitOffsets):
-            if effect.offsets is None:
-                self.app_queue.put(CollectPositions(effect))
-            else:
-                self._spawn(self._commit(effect, effect.offsets))
-        elif isinstance(effect, FetchCommittedOffsets):
-            self._spawn(self._fetch_offsets(effect))
-        elif isinstance(effect, RefreshMetadata):
-            self._spawn(self._metadata(effect))
-        elif isinstance(effect, FindCoordinator):
-            log.info("group %s: looking for the coordinator again (%s)", self.group_id, effect.reason)
-            self._forget_coordinator()
-        elif isinstance(effect, ComputeClientAssignment):
-            self._spawn(self._compute_assignment(effect.member_epoch))
-        else:  # pragma: no cover - every effect type is listed above
-            raise TypeError(f"unknown effect {effect!r}")
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coroutine: Any) -> None:
         if self._closed:
             coroutine.close()
             return
@@ -249,168 +170,66 @@ class MemberRuntime:
             self._timer.cancel()
         for task in list(self._tasks):
             task.cancel()
-        self.network.close()
+        self._connections.close()
+        for future in self._answers.values():
+            future.cancel()
+        self._answers.clear()
 
-    # -- the coordinator ------------------------------------------------------------------------
+    # -- effects --------------------------------------------------------------------------------
 
-    def _forget_coordinator(self) -> None:
-        self._coordinator_address = None
-        self._announced_to = None
+    def _to_application(self, work: ApplicationWork) -> None:
+        self.app_queue.put(work)
 
-    async def coordinator(self) -> BrokerConnection:
-        """The connection to the group coordinator (discovered and negotiated when needed). The
-        first time a coordinator connection is used, its capabilities go to the core."""
-        if self._coordinator_address is None:
-            self._coordinator_address = await self.network.find_coordinator(self.group_id)
-            log.info("group %s: coordinator is %s", self.group_id, self._coordinator_address)
-        connection = await self.network.connection(self._coordinator_address)
-        if connection is not self._announced_to:
-            self._announced_to = connection
-            if not connection.supports(ApiKey.CONSUMER_GROUP_HEARTBEAT):
-                raise NoCommonVersionError(
-                    ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                    f"the coordinator {connection.address} does not offer ConsumerGroupHeartbeat: the "
-                    "consumer group protocol (KIP-848) needs Kafka 4.0+ with group.version >= 1",
-                )
-            version = connection.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_MAX_VERSION)
-            supports_assignors = connection.supports(PREPARE_ASSIGNMENT_API_KEY)
-            self._handle(CoordinatorCapabilities(version, supports_assignors))
-        return connection
+    def _send(self, effect: SendRequest) -> None:
+        self._spawn(self._request(effect))
 
-    def _failure(self, exc: Exception) -> tuple[ErrorCode, str]:
-        """The error code a core event reports for a failed request."""
-        if isinstance(exc, RequestTimeoutError):
-            self._forget_coordinator()
-            return ErrorCode.REQUEST_TIMED_OUT, str(exc)
-        if isinstance(exc, TransportError):
-            self._forget_coordinator()
-            return ErrorCode.NETWORK_EXCEPTION, str(exc)
-        if isinstance(exc, KafkaApiError):
-            if exc.code in _COORDINATOR_MOVED:
-                self._forget_coordinator()
-            return exc.code, exc.message or str(exc)
-        if isinstance(exc, NoCommonVersionError):
-            return ErrorCode.UNSUPPORTED_VERSION, str(exc)
-        raise exc
-
-    # -- tasks ----------------------------------------------------------------------------------
-
-    async def _heartbeat(self, effect: SendHeartbeat) -> None:
+    async def _request(self, effect: SendRequest) -> None:
         event: Event
         try:
-            connection = await self.coordinator()
+            connection = await self._connections.get(Address(effect.node.host, effect.node.port))
             response = await connection.request(effect.request, effect.version)
-            assert isinstance(response, ConsumerGroupHeartbeatResponse)
-        except (TransportError, KafkaApiError, NoCommonVersionError) as exc:
-            code, message = self._failure(exc)
-            event = HeartbeatFailed(effect.request_id, code, message)
+        except RequestTimeoutError as exc:
+            event = RequestFailed(effect.request_id, ErrorCode.REQUEST_TIMED_OUT, str(exc))
+        except TransportError as exc:
+            event = RequestFailed(effect.request_id, ErrorCode.NETWORK_EXCEPTION, str(exc))
         else:
-            if response.error_code in _COORDINATOR_MOVED:
-                self._forget_coordinator()
-            if response.error_code:
-                log.warning(
-                    "group %s: heartbeat failed with %s: %s",
-                    self.group_id,
-                    ErrorCode.of(response.error_code).name,
-                    response.error_message,
-                )
-            event = HeartbeatResponseReceived(effect.request_id, response)
+            event = ResponseReceived(effect.request_id, response)
         self._handle(event)
 
-    async def _commit(self, effect: CommitOffsets, offsets: tuple[PartitionOffset, ...]) -> None:
-        if not offsets:
-            self._handle(CommitResult(effect.request_id))
-            return
-        event: CommitResult
-        try:
-            connection = await self.coordinator()
-            version = connection.version_for(ApiKey.OFFSET_COMMIT, BY_ID_VERSION)
-            if version < COMMIT_MIN_VERSION:
-                raise NoCommonVersionError(
-                    ApiKey.OFFSET_COMMIT,
-                    f"the coordinator offers OffsetCommit up to v{version} only (v9+ needed)",
-                )
-            request = commit_request(
-                version,
-                self.group_id,
-                effect.member_id,
-                effect.member_epoch,
-                self.config.group_instance_id,
-                offsets,
-            )
-            response = await connection.request(request, version)
-            assert isinstance(response, OffsetCommitResponse)
-        except (TransportError, KafkaApiError, NoCommonVersionError) as exc:
-            code, message = self._failure(exc)
-            event = CommitResult(effect.request_id, code, message)
+    def _run_assignor(self, effect: RunAssignor) -> None:
+        self._spawn(self._assign(effect))
+
+    async def _assign(self, effect: RunAssignor) -> None:
+        assignors = self._assignors
+        event: Event
+        if assignors is None:
+            error = KConsumerError(f"no local assignor {effect.assignor_name!r} is configured")
+            event = AssignorFinished(effect.run_id, error=error)
         else:
-            code = commit_error(response)
-            if code in _COORDINATOR_MOVED:
-                self._forget_coordinator()
-            event = CommitResult(effect.request_id, code)
-        self._handle(event)
-
-    async def fetch_committed(
-        self, partitions: Sequence[TopicIdPartition] | None, member_id: str | None, member_epoch: int
-    ) -> tuple[ErrorCode, tuple[PartitionOffset, ...]]:
-        """OffsetFetch of `partitions` (every committed offset when None) for this group."""
-        connection = await self.coordinator()
-        version = connection.version_for(ApiKey.OFFSET_FETCH, BY_ID_VERSION)
-        request = fetch_request(version, self.group_id, member_id, member_epoch, partitions)
-        response = await connection.request(request, version)
-        assert isinstance(response, OffsetFetchResponse)
-        error, offsets = fetch_result(response, version, partitions or ())
-        if error in _COORDINATOR_MOVED:
-            self._forget_coordinator()
-        return error, offsets
-
-    async def committed_offsets(
-        self, wanted: Sequence[tuple[str, int]]
-    ) -> tuple[ErrorCode, tuple[PartitionOffset, ...]]:
-        """The group's committed offsets of (topic, partition) pairs, looking topic ids up first
-        (an admin-style OffsetFetch: no member id or epoch, so it works from any state)."""
-        missing = sorted({topic for topic, _p in wanted if topic not in self.network.topic_ids})
-        if missing:
-            await self.network.metadata(missing)
-        partitions = [
-            TopicIdPartition(self.network.topic_ids.get(topic, ZERO_UUID), topic, partition)
-            for topic, partition in wanted
-        ]
-        return await self.fetch_committed(partitions, None, -1)
-
-    async def _fetch_offsets(self, effect: FetchCommittedOffsets) -> None:
-        event: OffsetFetchResult
-        try:
-            error, offsets = await self.fetch_committed(
-                effect.partitions, effect.member_id, effect.member_epoch
-            )
-        except (TransportError, KafkaApiError, NoCommonVersionError) as exc:
-            code, message = self._failure(exc)
-            event = OffsetFetchResult(effect.request_id, code, message=message)
-        else:
-            event = OffsetFetchResult(effect.request_id, error, offsets)
-        self._handle(event)
-
-    async def _metadata(self, effect: RefreshMetadata) -> None:
-        try:
-            await self.network.metadata(
-                topics=list(effect.topic_names) if effect.topic_names else None,
-                topic_ids=list(effect.topic_ids)
-                if effect.topic_ids
-                else ([] if effect.topic_names else None),
-            )
-        except (TransportError, KafkaApiError, NoCommonVersionError) as exc:
-            log.warning("group %s: metadata refresh failed: %s", self.group_id, exc)
-        self._handle(MetadataUpdated(dict(self.network.topic_names)))
-
-    async def _compute_assignment(self, member_epoch: int) -> None:
-        runner = self._client_assignment
-        if runner is None:
-            result = ClientAssignmentResult(member_epoch, ErrorCode.UNSUPPORTED_VERSION, "no local assignor")
-        else:
+            loop = asyncio.get_running_loop()
             try:
-                result = await runner(self, member_epoch)
-            except (TransportError, KafkaApiError, NoCommonVersionError) as exc:
-                code, message = self._failure(exc)
-                result = ClientAssignmentResult(member_epoch, code, message)
-        self._handle(result)
+                result = await loop.run_in_executor(
+                    self._assign_thread, assignors.assign, effect.assignor_name, effect.spec
+                )
+            except Exception as exc:
+                event = AssignorFinished(effect.run_id, error=exc)
+            else:
+                event = AssignorFinished(effect.run_id, result)
+        self._handle(event)
+
+    def _answer(self, effect: AnswerQuery) -> None:
+        future = self._answers.pop(effect.token, None)
+        if future is None or future.done():
+            return
+        if effect.error is not None:
+            future.set_exception(effect.error)
+        else:
+            future.set_result(effect.result)
+
+
+_EXECUTE: dict[type[Effect], Callable[[MemberRuntime, Any], None]] = {
+    SendRequest: MemberRuntime._send,
+    RunAssignor: MemberRuntime._run_assignor,
+    AnswerQuery: MemberRuntime._answer,
+    **{kind: MemberRuntime._to_application for kind in ApplicationWork.__subclasses__()},
+}

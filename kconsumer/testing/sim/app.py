@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...client.member.effects import (
+    CollectPositions,
     CommitFinished,
-    CommitOffsets,
     Effect,
     InvokeCallback,
     LeaveDone,
@@ -37,6 +37,7 @@ from ...client.member.events import (
     CommitRequested,
     FetchingStopped,
     Poll,
+    PositionsCollected,
     Subscribe,
     Unsubscribe,
 )
@@ -276,13 +277,13 @@ class SimApp:
                 self.fetching[key] = Fetch(tp, offset)
                 self._hold((key,))
                 self.world.checker.started(proc, key)
-        elif isinstance(work, CommitOffsets):
+        elif isinstance(work, CollectPositions):
             offsets = []
             for tp in sorted(work.partitions, key=lambda tp: (tp.topic, tp.partition)):
                 position = self._position(tp.key, tp)
                 if position is not None:
                     offsets.append(position)
-            proc.commit(work, tuple(offsets))
+            proc.post(PositionsCollected(work.request_id, tuple(offsets)))
         elif isinstance(work, ReportError):
             if work.fatal:
                 self.world.member_failed(proc)

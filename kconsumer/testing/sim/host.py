@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage
 from ...broker.coordinator.model import ConsumerGroup
 from ...broker.coordinator.records import Record
+from ...broker.server.error_responses import error_response
 from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from ...protocol.messages.extensions import (
@@ -26,6 +27,7 @@ from ...protocol.messages.extensions import (
 )
 from ...protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
 from ...protocol.uuid import Uuid
+from .brokers import BROKERS, answer, is_cluster_request
 from .scheduler import Scheduler
 from .topics import TopicStore
 from .trace import Trace
@@ -34,10 +36,19 @@ if TYPE_CHECKING:
     from .invariants import Checker
 
 GROUP = "g"
-BROKERS = 3
-#: The versions the simulated clients speak (the newest: topic ids, client-generated member ids).
-HEARTBEAT_VERSION = 1
-OFFSETS_VERSION = 10
+#: Short names of the group requests, as the checker and the trace know them.
+_KINDS = {
+    ConsumerGroupHeartbeatRequest: "hb",
+    OffsetCommitRequest: "commit",
+    OffsetFetchRequest: "fetch",
+    ConsumerGroupPrepareAssignmentRequest: "prepare",
+    ConsumerGroupInstallAssignmentRequest: "install",
+}
+
+
+def request_kind(request: Any) -> str:
+    """The short name of a request ("hb", "commit", ...; cluster requests by their API name)."""
+    return _KINDS.get(type(request), type(request).__name__.removesuffix("Request"))
 
 
 class CoordinatorHost:
@@ -98,35 +109,34 @@ class CoordinatorHost:
         """The coordinator's broker, or COORDINATOR_NOT_AVAILABLE during an election."""
         return self.broker if self.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    def serve(self, broker: int, kind: str, request: Any, sender: str) -> Any:
-        """Handle a group request that reached `broker`; the response, or an ErrorCode for a
-        broker-level refusal (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    def serve(self, broker: int, request: Any, version: int, sender: str) -> Any:
+        """The answer of `broker` to `request` (at `version`): cluster requests from any broker,
+        group requests from the coordinator's broker (NOT_COORDINATOR elsewhere, and
+        COORDINATOR_LOAD_IN_PROGRESS while it loads)."""
+        if is_cluster_request(request):
+            return answer(request, version, self.topics, self.find_coordinator())
         now = self.sched.now
         coordinator = self.coordinator
         if coordinator is None or broker != self.broker:
-            return ErrorCode.NOT_COORDINATOR
+            return error_response(request, version, ErrorCode.NOT_COORDINATOR)
         if now < self.loading_until:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            return error_response(request, version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         # Timers due now fire first (the real broker's timer would have run already).
         self._poll(now)
+        kind = request_kind(request)
         result: Any
-        if kind == "hb":
-            assert isinstance(request, ConsumerGroupHeartbeatRequest)
-            result = coordinator.heartbeat(request, HEARTBEAT_VERSION, now, sender)
-        elif kind == "commit":
-            assert isinstance(request, OffsetCommitRequest)
-            result = coordinator.offset_commit(request, OFFSETS_VERSION, now)
-        elif kind == "fetch":
-            assert isinstance(request, OffsetFetchRequest)
-            result = coordinator.offset_fetch(request, OFFSETS_VERSION, now)
-        elif kind == "prepare":
-            assert isinstance(request, ConsumerGroupPrepareAssignmentRequest)
-            result = coordinator.prepare_assignment(request, 0, now)
-        elif kind == "install":
-            assert isinstance(request, ConsumerGroupInstallAssignmentRequest)
-            result = coordinator.install_assignment(request, 0, now)
-        else:  # pragma: no cover - the runtime sends only these
-            raise ValueError(kind)
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            result = coordinator.heartbeat(request, version, now, sender)
+        elif isinstance(request, OffsetCommitRequest):
+            result = coordinator.offset_commit(request, version, now)
+        elif isinstance(request, OffsetFetchRequest):
+            result = coordinator.offset_fetch(request, version, now)
+        elif isinstance(request, ConsumerGroupPrepareAssignmentRequest):
+            result = coordinator.prepare_assignment(request, version, now)
+        elif isinstance(request, ConsumerGroupInstallAssignmentRequest):
+            result = coordinator.install_assignment(request, version, now)
+        else:  # pragma: no cover - the session sends only these to the coordinator
+            raise ValueError(f"unexpected request {type(request).__name__}")
         self._after(result.records, kind, sender)
         self._arm()
         return result.response

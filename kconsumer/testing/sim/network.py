@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ErrorCode
-from .host import CoordinatorHost
+from .host import CoordinatorHost, request_kind
 from .params import FaultMix, SimParams
 from .scheduler import Scheduler
 from .trace import Trace
@@ -45,7 +45,8 @@ class Pending:
 
     rid: int
     kind: str
-    on_ok: Callable[[Any], None]
+    version: int
+    on_ok: Callable[[Any, Pending], None]
     on_fail: Callable[[ErrorCode, str], None]
     #: Produced by a coordinator that no longer had this member (a heartbeat to a zombie).
     to_zombie: bool = False
@@ -132,39 +133,19 @@ class Network:
         self.links.append(link)
         done(link)
 
-    def lookup(self, proc: SimMember, done: Callable[[int | ErrorCode], None]) -> None:
-        """FindCoordinator through any broker: `done(broker)` or `done(error)`."""
-        if self.isolated(proc.slot):
-            proc.deliver_after(self.params.connect_timeout_ms, done, ErrorCode.NETWORK_EXCEPTION)
-            return
-        proc.deliver_after(self.latency() + self.latency(), self._looked_up, proc, done)
-
-    def _looked_up(self, proc: SimMember, done: Callable[[int | ErrorCode], None]) -> None:
-        done(ErrorCode.NETWORK_EXCEPTION if self.isolated(proc.slot) else self.host.find_coordinator())
-
-    def metadata(self, proc: SimMember, done: Callable[[dict[Any, str] | None], None]) -> None:
-        """A Metadata request to any broker: `done(id -> name of live topics)` or `done(None)`."""
-        if self.isolated(proc.slot):
-            proc.deliver_after(self.params.connect_timeout_ms, done, None)
-            return
-        proc.deliver_after(self.latency() + self.latency(), self._metadata_answer, proc, done)
-
-    def _metadata_answer(self, proc: SimMember, done: Callable[[dict[Any, str] | None], None]) -> None:
-        done(None if self.isolated(proc.slot) else self.host.topics.names())
-
     # -- requests ---------------------------------------------------------------------------------
 
     def send(
         self,
         link: Link,
-        kind: str,
         request: Any,
-        on_ok: Callable[[Any], None],
+        version: int,
+        on_ok: Callable[[Any, Pending], None],
         on_fail: Callable[[ErrorCode, str], None],
     ) -> Pending:
-        """Send a request on `link`; exactly one of `on_ok(response)` / `on_fail(code, text)` runs
-        (in the member process), unless the process dies first."""
-        pending = Pending(self._next_id(), kind, on_ok, on_fail)
+        """Send a request at `version` on `link`; exactly one of `on_ok(response, pending)` /
+        `on_fail(code, text)` runs (in the member process), unless the process dies first."""
+        pending = Pending(self._next_id(), request_kind(request), version, on_ok, on_fail)
         if not link.alive:
             link.proc.deliver_after(0, self._fail_one, pending, ErrorCode.NETWORK_EXCEPTION, "closed")
             return pending
@@ -184,8 +165,8 @@ class Network:
         if self.isolated(link.proc.slot):
             link.requests_stuck = True
             return
-        response = self.host.serve(link.broker, pending.kind, request, link.proc.member_id)
-        if pending.kind == "hb" and not isinstance(response, ErrorCode):
+        response = self.host.serve(link.broker, request, pending.version, link.proc.member_id)
+        if pending.kind == "hb" and not response.error_code:
             pending.to_zombie = link.proc.member_id not in self.host.member_ids()
         if self._lost():
             link.responses_stuck = True
@@ -207,7 +188,7 @@ class Network:
             return
         pending.done = True
         link.inflight.pop(pending.rid, None)
-        pending.on_ok(response)
+        pending.on_ok(response, pending)
 
     def _fail_one(self, pending: Pending, code: ErrorCode, text: str) -> None:
         if not pending.done:

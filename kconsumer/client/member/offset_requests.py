@@ -23,7 +23,7 @@ from ...protocol.messages.offsets import (
     OffsetFetchResponse,
 )
 from ...protocol.uuid import ZERO_UUID, Uuid
-from ..member.model import PartitionOffset, TopicIdPartition
+from .model import PartitionOffset, TopicIdPartition
 
 #: The first OffsetCommit version a consumer-protocol member may use (facts §5.13).
 COMMIT_MIN_VERSION = 9

@@ -1,0 +1,167 @@
+"""The application's questions to the cluster, answered by the session (sans-IO): the group's
+committed offsets (``Consumer.committed()``) and the offsets at timestamps (reset positions).
+
+* **Committed offsets**: topic names are turned into ids (Metadata when one is unknown), then an
+  OffsetFetch without member id or epoch goes to the coordinator, so it works from any state.
+  Retriable errors, coordinator moves and lost connections are retried after
+  ``retry.backoff.ms`` until the query's deadline, as Kafka's ``committed()`` does; the answer is
+  the last error code with the offsets found, or a timeout.
+* **Offsets at timestamps**: leaders are learnt from Metadata when unknown, one ListOffsets goes to
+  each leader, and the answer holds every partition that succeeded by the deadline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import ErrorCode, KConsumerError
+from ...protocol.uuid import ZERO_UUID
+from .calls import Call, ForQuery, ListOffsetsCall, MetadataCall, OffsetFetchCall
+from .cluster import ClusterView, Key
+from .effects import AnswerQuery, Node
+from .errors import COORDINATOR_ERRORS
+from .events import CommittedOffsetsQuery, OffsetsQuery
+from .model import PartitionOffset, TopicIdPartition
+
+
+class QueryTimedOutError(KConsumerError):
+    """A query got no answer by its deadline."""
+
+
+@dataclass
+class _Committed:
+    query: CommittedOffsetsQuery
+    retry_at: int | None = None
+    last_error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass
+class _Offsets:
+    query: OffsetsQuery
+    waiting: int = 0
+    found: dict[Key, int] = field(default_factory=dict)
+
+
+@dataclass
+class Progress:
+    """What the queries need next: calls to the coordinator, calls to given nodes, answers."""
+
+    to_coordinator: list[Call] = field(default_factory=list)
+    to_nodes: list[tuple[Node, Call]] = field(default_factory=list)
+    to_any: list[Call] = field(default_factory=list)
+    answers: list[AnswerQuery] = field(default_factory=list)
+
+
+class Queries:
+    """The queries in progress, by token."""
+
+    def __init__(self, group_id: str, retry_backoff_ms: int) -> None:
+        self._group_id = group_id
+        self._backoff_ms = retry_backoff_ms
+        self._committed: dict[int, _Committed] = {}
+        self._offsets: dict[int, _Offsets] = {}
+
+    # -- committed offsets ----------------------------------------------------------------------
+
+    def ask_committed(self, query: CommittedOffsetsQuery, cluster: ClusterView) -> Progress:
+        """Start a committed-offsets query."""
+        self._committed[query.token] = _Committed(query)
+        missing = sorted({topic for topic, _p in query.partitions if topic not in cluster.topic_ids})
+        if missing:
+            return Progress(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
+        return self._fetch(query, cluster)
+
+    def _fetch(self, query: CommittedOffsetsQuery, cluster: ClusterView) -> Progress:
+        partitions = tuple(
+            TopicIdPartition(cluster.topic_ids.get(topic, ZERO_UUID), topic, partition)
+            for topic, partition in query.partitions
+        )
+        call = OffsetFetchCall(self._group_id, None, -1, partitions, token=query.token)
+        return Progress(to_coordinator=[call])
+
+    def committed_result(
+        self, token: int, code: ErrorCode, offsets: tuple[PartitionOffset, ...], now_ms: int
+    ) -> Progress:
+        """An OffsetFetch of query `token` answered (or failed, with `code`)."""
+        state = self._committed.get(token)
+        if state is None:
+            return Progress()
+        retriable = code.retriable or code in COORDINATOR_ERRORS
+        if retriable and now_ms + self._backoff_ms < state.query.deadline_ms:
+            state.retry_at, state.last_error = now_ms + self._backoff_ms, code
+            return Progress()
+        del self._committed[token]
+        return Progress(answers=[AnswerQuery(token, (code, offsets))])
+
+    # -- offsets at timestamps ------------------------------------------------------------------
+
+    def ask_offsets(self, query: OffsetsQuery, cluster: ClusterView) -> Progress:
+        """Start an offsets-at-timestamps query."""
+        self._offsets[query.token] = _Offsets(query)
+        missing = sorted({topic for topic, _p in query.timestamps if cluster.leader_of((topic, _p)) is None})
+        if missing:
+            return Progress(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
+        return self._list(query.token, cluster)
+
+    def _list(self, token: int, cluster: ClusterView) -> Progress:
+        state = self._offsets[token]
+        by_leader: dict[Node, dict[Key, int]] = {}
+        for key, timestamp in state.query.timestamps.items():
+            leader = cluster.leader_of(key)
+            if leader is not None:
+                by_leader.setdefault(leader, {})[key] = timestamp
+        if not by_leader:
+            del self._offsets[token]
+            return Progress(answers=[AnswerQuery(token, {})])
+        state.waiting = len(by_leader)
+        isolation = state.query.isolation_level
+        return Progress(
+            to_nodes=[(node, ListOffsetsCall(token, keys, isolation)) for node, keys in by_leader.items()]
+        )
+
+    def offsets_result(self, token: int, found: dict[Key, int]) -> Progress:
+        """A leader's ListOffsets answered (`found` is empty when it failed)."""
+        state = self._offsets.get(token)
+        if state is None:
+            return Progress()
+        state.found.update(found)
+        state.waiting -= 1
+        if state.waiting > 0:
+            return Progress()
+        del self._offsets[token]
+        return Progress(answers=[AnswerQuery(token, dict(state.found))])
+
+    # -- shared ---------------------------------------------------------------------------------
+
+    def metadata_learnt(self, token: int, cluster: ClusterView) -> Progress:
+        """The Metadata a query asked for came back (or failed): go on with what is known."""
+        committed = self._committed.get(token)
+        if committed is not None:
+            return self._fetch(committed.query, cluster)
+        if token in self._offsets:
+            return self._list(token, cluster)
+        return Progress()
+
+    def timers(self, now_ms: int, cluster: ClusterView) -> Progress:
+        """Retries whose backoff ended; queries past their deadline are answered."""
+        out = Progress()
+        for token, state in list(self._committed.items()):
+            if now_ms >= state.query.deadline_ms:
+                del self._committed[token]
+                error = QueryTimedOutError(f"committed offsets: no answer in time ({state.last_error.name})")
+                out.answers.append(AnswerQuery(token, error=error))
+            elif state.retry_at is not None and now_ms >= state.retry_at:
+                state.retry_at = None
+                out.to_coordinator += self._fetch(state.query, cluster).to_coordinator
+        for token, offsets in list(self._offsets.items()):
+            if now_ms >= offsets.query.deadline_ms:
+                del self._offsets[token]
+                out.answers.append(AnswerQuery(token, dict(offsets.found)))
+        return out
+
+    def next_deadline(self) -> int | None:
+        """When `timers` has something to do."""
+        times = [s.query.deadline_ms for s in self._committed.values()]
+        times += [s.retry_at for s in self._committed.values() if s.retry_at is not None]
+        times += [s.query.deadline_ms for s in self._offsets.values()]
+        return min(times) if times else None
