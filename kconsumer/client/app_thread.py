@@ -104,11 +104,14 @@ class AppThread:
         return self.queue.empty() and not self.state.errors and self.state.fatal is None
 
     def run(self) -> None:
-        """Execute all queued work, then raise the first pending error (a fatal one every time)."""
-        while True:
+        """Execute the work queued when the call started, then raise the first pending error (a
+        fatal one every time). Work the member queues meanwhile (say, the assignment of a rejoin
+        that a lost callback let go ahead) waits for the next call, so an error is raised by the
+        poll that ran the work reporting it, before anything that happened after it."""
+        for _ in range(self.queue.qsize()):
             try:
                 work = self.queue.get_nowait()
-            except queue.Empty:
+            except queue.Empty:  # another thread calling into the consumer took it
                 break
             self._execute(work)
         self.raise_pending()
