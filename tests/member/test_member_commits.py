@@ -180,6 +180,30 @@ def test_commit_fencing_errors_fail_and_leave_fencing_to_the_heartbeat(code: Err
         assert isinstance(finished.error, UnknownMemberIdError)
 
 
+def test_a_commit_in_flight_when_the_partitions_are_lost_is_not_retried_after_the_rejoin() -> None:
+    """A sync commit was on the wire when the member was fenced; it rejoined and got the same
+    partitions back before the answer (a retriable error) came. Retrying would commit positions
+    from before the loss over whatever the partitions' owner committed meanwhile: the commit
+    fails instead. (Found by the simulation: regression `in_flight_commit_retried_after_loss`.)"""
+    d = _stable(auto_commit=False)
+    d.send(CommitRequested(token=12, deadline_ms=d.now + 60_000))
+    old = d.one(CommitOffsets)
+    d.advance(5_000)
+    d.respond(0, error=ErrorCode.FENCED_MEMBER_EPOCH)
+    d.complete_stops()
+    d.complete_callbacks()
+    d.respond(4, OWNED)
+    for _ in range(3):
+        d.complete_stops()
+        d.complete_callbacks()
+        d.complete_fetches()
+    effects = d.send(CommitResult(old.request_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    finished = d.one(CommitFinished, effects)
+    assert finished.token == 12 and isinstance(finished.error, CommitFailedError)
+    later = effects + d.advance(2_000)
+    assert not [c for c in d.of(CommitOffsets, later) if c.reason is not CommitReason.AUTO]
+
+
 def test_partitions_revoked_before_a_retry_are_filtered_out_of_it() -> None:
     d = _stable(auto_commit=False)
     d.send(CommitRequested(token=11))
