@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,14 @@ from .member.effects import (
     StopFetching,
 )
 from .member.events import CallbackCompleted, FetchingStopped, OffsetsQuery, PositionsCollected
-from .member.model import CallbackKind, LeaveReason, OffsetReset, PartitionOffset, TopicIdPartition
+from .member.model import (
+    CallbackKind,
+    CommitReason,
+    LeaveReason,
+    OffsetReset,
+    PartitionOffset,
+    TopicIdPartition,
+)
 from .runtime.member_runtime import MemberRuntime
 
 log = logging.getLogger("kconsumer")
@@ -81,6 +88,23 @@ class AppState:
     fatal: BaseException | None = None
     commits: dict[int, CommitFinished] = field(default_factory=dict)
     leaves: set[LeaveReason] = field(default_factory=set)
+    #: The partitions of the on_partitions_revoked callback running now: still this member's until
+    #: it returns, so commit() and store_offsets() inside it cover them.
+    revoking: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    #: Offsets store_offsets() stored (enable.auto.offset.store=false), until the partition goes.
+    stored: dict[Key, PartitionOffset] = field(default_factory=dict)
+    #: The offset this member last committed per partition since it got it: an auto-commit
+    #: leaves out partitions that have not moved since (as librdkafka does).
+    last_committed: dict[Key, int] = field(default_factory=dict)
+    #: The offsets each commit() (by token) asked for, until it finishes.
+    requested: dict[int, tuple[PartitionOffset, ...]] = field(default_factory=dict)
+    #: on_commit reports decided on this thread, delivered by the next poll like the others.
+    commit_reports: list[tuple[KafkaError, list[TopicPartition]]] = field(default_factory=list)
+
+    def committable(self) -> tuple[TopicIdPartition, ...]:
+        """What a commit of "every owned partition" covers: the owned ones and, inside
+        on_partitions_revoked, the ones being revoked."""
+        return (*self.owned.values(), *(tp for key, tp in self.revoking.items() if key not in self.owned))
 
 
 class AppThread:
@@ -96,18 +120,23 @@ class AppThread:
         self.state = AppState()
         self.callbacks = Callbacks()
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
+        #: enable.auto.offset.store: commits carry the fetch positions (else what was stored).
+        self.auto_store = runtime.config.enable_auto_offset_store
 
     # -- running the queue ------------------------------------------------------------------------
 
     def idle(self) -> bool:
         """Nothing to run and nothing to raise: the fast path of poll()."""
-        return self.queue.empty() and not self.state.errors and self.state.fatal is None
+        state = self.state
+        return self.queue.empty() and not state.errors and state.fatal is None and not state.commit_reports
 
     def run(self) -> None:
         """Execute the work queued when the call started, then raise the first pending error (a
         fatal one every time). Work the member queues meanwhile (say, the assignment of a rejoin
         that a lost callback let go ahead) waits for the next call, so an error is raised by the
         poll that ran the work reporting it, before anything that happened after it."""
+        while self.state.commit_reports and self.on_commit is not None:
+            self._report_commit(*self.state.commit_reports.pop(0))
         for _ in range(self.queue.qsize()):
             try:
                 work = self.queue.get_nowait()
@@ -131,8 +160,9 @@ class AppThread:
         elif isinstance(work, InvokeCallback):
             self._callback(work)
         elif isinstance(work, CollectPositions):
-            offsets = self.positions(work.partitions)
-            self.runtime.post(PositionsCollected(work.request_id, tuple(offsets[k] for k in sorted(offsets))))
+            offsets = self.commit_offsets(work.partitions)
+            moved = [k for k in sorted(offsets) if self.state.last_committed.get(k) != offsets[k].offset]
+            self.runtime.post(PositionsCollected(work.request_id, tuple(offsets[k] for k in moved)))
         elif isinstance(work, CommitFinished):
             self._commit_finished(work)
         elif isinstance(work, ReportError):
@@ -161,8 +191,36 @@ class AppThread:
                 result[key] = self.state.stopped[key]
         return result
 
+    def commit_offsets(self, partitions: tuple[TopicIdPartition, ...]) -> dict[Key, PartitionOffset]:
+        """The offsets a commit of `partitions` carries: their positions, or with
+        enable.auto.offset.store=false what store_offsets() stored for them (others are left out)."""
+        if self.auto_store:
+            return self.positions(partitions)
+        stored = self.state.stored
+        keys = ((tp.topic, tp.partition) for tp in partitions)
+        return {key: stored[key] for key in keys if key in stored}
+
+    def store(self, offsets: Sequence[TopicPartition]) -> int:
+        """store_offsets(): remember the next offsets to commit of partitions this member has
+        (a logical offset forgets the stored one); returns how many were for such partitions."""
+        state = self.state
+        taken = 0
+        for tp in offsets:
+            key = (tp.topic, tp.partition)
+            partition = state.owned.get(key) or state.revoking.get(key)
+            if partition is None:
+                continue
+            taken += 1
+            if tp.offset < 0:
+                state.stored.pop(key, None)
+                continue
+            epoch = tp.leader_epoch if tp.leader_epoch is not None and tp.leader_epoch >= 0 else None
+            state.stored[key] = PartitionOffset(partition, tp.offset, epoch, tp.metadata or "")
+        return taken
+
     def _stop(self, work: StopFetching) -> None:
         positions = self.positions(work.partitions)
+        reported = positions if self.auto_store else self.commit_offsets(work.partitions)
         keys = [(tp.topic, tp.partition) for tp in work.partitions]
         self._fetcher.unassign(keys)
         for key in keys:
@@ -170,7 +228,7 @@ class AppThread:
             self.state.awaiting_seek.pop(key, None)
             if key in positions:
                 self.state.stopped[key] = positions[key]
-        self.runtime.post(FetchingStopped(work.stop_id, tuple(positions[k] for k in keys if k in positions)))
+        self.runtime.post(FetchingStopped(work.stop_id, tuple(reported[k] for k in keys if k in reported)))
 
     def _resolve_resets(self, work: StartFetching) -> dict[Key, int]:
         """Explicit offsets for the partitions that start at a reset position (EARLIEST/LATEST),
@@ -210,6 +268,8 @@ class AppThread:
             key = (tp.topic, tp.partition)
             self.state.owned[key] = tp
             self.state.stopped.pop(key, None)
+            self.state.stored.pop(key, None)  # a regained partition starts afresh
+            self.state.last_committed.pop(key, None)
             offset = position.offset
             if offset is OffsetReset.NONE:
                 self.state.awaiting_seek[key] = tp
@@ -250,12 +310,21 @@ class AppThread:
 
     def _callback(self, work: InvokeCallback) -> None:
         error: BaseException | None = None
+        state = self.state
+        if work.kind is CallbackKind.REVOKED:
+            state.revoking = {(tp.topic, tp.partition): tp for tp in work.partitions}
         try:
             self._invoke(work)
         except Exception as exc:
             error = exc
-            self.state.errors.append(exc)
+            state.errors.append(exc)
             log.error("kconsumer: %s callback raised %r", work.kind.value, exc)
+        finally:
+            if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
+                state.revoking = {}
+                for tp in work.partitions:
+                    if (tp.topic, tp.partition) not in state.owned:
+                        state.stored.pop((tp.topic, tp.partition), None)
         self.runtime.post(CallbackCompleted(work.callback_id, error))
 
     def _invoke(self, work: InvokeCallback) -> None:
@@ -285,12 +354,41 @@ class AppThread:
     # -- commits ---------------------------------------------------------------------------------
 
     def _commit_finished(self, work: CommitFinished) -> None:
+        """As librdkafka's offset_commit_cb: ``on_commit(error, offsets)`` for asynchronous and
+        automatic commits that carried offsets (a synchronous commit answers its caller instead)."""
+        state = self.state
+        offsets = work.offsets
         if work.token is not None:
-            self.state.commits[work.token] = work
-        if self.on_commit is not None:
-            error = None if work.error is None else kafka_exception(work.error).args[0]
-            partitions = [TopicPartition(tp.topic, tp.partition) for tp in work.partitions]
-            try:
-                self.on_commit(error, partitions)
-            except Exception as exc:
-                self.state.errors.append(exc)
+            state.commits[work.token] = work
+            requested = state.requested.pop(work.token, ())
+            offsets = offsets or requested  # nothing was sent: report what was asked
+        if work.error is None:
+            for o in work.offsets:
+                key = (o.partition.topic, o.partition.partition)
+                if key in state.owned or key in state.revoking:
+                    state.last_committed[key] = o.offset
+        if self.on_commit is None or work.reason is CommitReason.USER_SYNC:
+            return
+        if not offsets and (work.error is None or work.reason is not CommitReason.USER_ASYNC):
+            return
+        self._report_commit(
+            None if work.error is None else kafka_exception(work.error).args[0], committed_partitions(offsets)
+        )
+
+    def _report_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        assert self.on_commit is not None
+        try:
+            self.on_commit(error, partitions)
+        except Exception as exc:
+            self.state.errors.append(exc)
+
+
+def committed_partitions(offsets: tuple[PartitionOffset, ...]) -> list[TopicPartition]:
+    """confluent-kafka's view of committed offsets (metadata included)."""
+    return [_topic_partition(o.partition.topic, o.partition.partition, o.offset, o.metadata) for o in offsets]
+
+
+def _topic_partition(topic: str, partition: int, offset: int, metadata: str) -> TopicPartition:
+    if metadata:
+        return TopicPartition(topic, partition, offset, metadata=metadata)
+    return TopicPartition(topic, partition, offset)

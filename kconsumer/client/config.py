@@ -23,6 +23,8 @@ group.local.assignors                 ()           assignor objects or ``"module
                                                    exclusive with group.remote.assignor
 max.poll.interval.ms                  300000       also the RebalanceTimeoutMs of the heartbeat
 enable.auto.commit                    true
+enable.auto.offset.store              true         false: commits carry only what ``store_offsets``
+                                                   stored (confluent-kafka's at-least-once idiom)
 auto.commit.interval.ms               5000
 auto.offset.reset                     latest       earliest/latest/none; smallest, beginning ->
                                                    earliest; largest, end -> latest; error -> none
@@ -43,7 +45,7 @@ keys in `PASSTHROUGH_KEYS` and every key starting with one of `PASSTHROUGH_PREFI
 ``ssl.``, ``sasl.``, ``socket.``, ``queued.``, ...). kconsumer checks only that their values are
 plain values (or callables for the ``*_cb`` and ``logger`` keys); librdkafka validates them when the
 runtime creates the handle. Keys that would let librdkafka manage the group or the offsets
-(``enable.auto.offset.store``, ``rebalance_cb``, ...) are unknown keys here.
+(``rebalance_cb``, ...) are unknown keys here; ``enable.auto.offset.store`` is kconsumer's own.
 """
 
 from __future__ import annotations
@@ -177,6 +179,7 @@ _OWN_KEYS = frozenset(
         "client.id",
         "group.local.assignors",
         "enable.auto.commit",
+        "enable.auto.offset.store",
         "auto.offset.reset",
         "on_commit",
         *_INTS,
@@ -199,6 +202,7 @@ class ConsumerConfig:
     group_local_assignors: tuple[LocalAssignor, ...] = ()
     max_poll_interval_ms: int = 300_000
     enable_auto_commit: bool = True
+    enable_auto_offset_store: bool = True
     auto_commit_interval_ms: int = 5_000
     auto_offset_reset: OffsetReset = OffsetReset.LATEST
     retry_backoff_ms: int = 100
@@ -251,6 +255,10 @@ class ConsumerConfig:
                 values[name] = _integer(key, config[key], low, high)
         if "enable.auto.commit" in config:
             values["enable_auto_commit"] = _boolean("enable.auto.commit", config["enable.auto.commit"])
+        if "enable.auto.offset.store" in config:
+            values["enable_auto_offset_store"] = _boolean(
+                "enable.auto.offset.store", config["enable.auto.offset.store"]
+            )
         if "auto.offset.reset" in config:
             values["auto_offset_reset"] = _offset_reset(config["auto.offset.reset"])
         if config.get("on_commit") is not None:

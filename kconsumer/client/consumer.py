@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import ConfigError, ErrorCode, KConsumerError
 from ..protocol.uuid import ZERO_UUID, Uuid
-from .app_thread import AppThread, Callbacks, PartitionsCallback
+from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
@@ -235,10 +235,10 @@ class Consumer:
             return buffer.popleft()
         if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
             return self._rd_poll(timeout)
+        deadline = _deadline(timeout)
         message = self._rd_poll(IDLE_SLICE_S)
         if message is not None:
             return message
-        deadline = _deadline(timeout)
         while True:
             if app is not None:
                 now = _monotonic()
@@ -294,7 +294,8 @@ class Consumer:
         """The partition as this consumer owns it; otherwise by name only (the member session
         finds its topic id)."""
         _runtime, app = self._group()
-        owned = app.state.owned.get((topic, partition))
+        key = (topic, partition)
+        owned = app.state.owned.get(key) or app.state.revoking.get(key)
         return owned if owned is not None else TopicIdPartition(ZERO_UUID, topic, partition)
 
     def commit(
@@ -304,10 +305,13 @@ class Consumer:
         asynchronous: bool = True,
     ) -> list[TopicPartition] | None:
         """Commit offsets to the group with this member's id and epoch (confluent-kafka semantics):
-        `message` commits its offset + 1; `offsets` are the next offsets to consume; with neither,
-        the current positions of every owned partition. Synchronous commits return the committed
-        partitions or raise KafkaException; offsets of partitions this member does not own are
-        never committed (CommitFailedError)."""
+        `message` commits its offset + 1; `offsets` are the next offsets to consume (logical
+        offsets such as -1001 are not committed: only those is KafkaError._NO_OFFSET); with
+        neither, the current positions (or, with enable.auto.offset.store=false, the stored
+        offsets) of every owned partition, including inside on_revoke the partitions being
+        revoked. Synchronous commits return the committed offsets or raise KafkaException;
+        asynchronous ones report to on_commit. Offsets of partitions this member does not own
+        are never committed (CommitFailedError)."""
         runtime, app = self._group()
         if message is not None and offsets is not None:
             raise ValueError("pass either message or offsets, not both")
@@ -319,8 +323,7 @@ class Consumer:
                 raise ValueError("the message has no topic, partition or offset")
             offsets = [TopicPartition(topic, partition, offset + 1)]
         if offsets is None:
-            owned = tuple(app.state.owned.values())
-            explicit = tuple(app.positions(owned).values())
+            explicit = tuple(app.commit_offsets(app.state.committable()).values())
         else:
             explicit = tuple(
                 PartitionOffset(
@@ -330,13 +333,18 @@ class Consumer:
                     tp.metadata or "",
                 )
                 for tp in offsets
+                if tp.offset >= 0
             )
         if not explicit:
-            if asynchronous:
-                return None
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
+            error = KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored")
+            if not asynchronous:
+                raise KafkaException(error)
+            if app.on_commit is not None and offsets:
+                app.state.commit_reports.append((error, list(offsets)))
+            return None
         self._commit_tokens += 1
         token = self._commit_tokens
+        app.state.requested[token] = explicit
         runtime.post(CommitRequested(token, explicit, sync=not asynchronous))
         if asynchronous:
             return None
@@ -344,11 +352,36 @@ class Consumer:
         finished = app.state.commits.pop(token)
         if finished.error is not None:
             raise kafka_exception(finished.error)
-        by_key = {(o.partition.topic, o.partition.partition): o.offset for o in explicit}
-        return [
-            TopicPartition(tp.topic, tp.partition, by_key.get((tp.topic, tp.partition), -1001))
-            for tp in finished.partitions
-        ]
+        return committed_partitions(finished.offsets)
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: Sequence[TopicPartition] | None = None
+    ) -> None:
+        """With enable.auto.offset.store=false, store the next offset to commit for a partition:
+        `message`'s offset + 1, or `offsets` as given (with their metadata). The next commit of
+        "every owned partition" (auto-commit, commit() without arguments, the revocation and
+        close commits) carries what is stored, as in confluent-kafka. Raises KafkaException
+        (_INVALID_ARG) when enable.auto.offset.store is on, (_STATE) when no partition is
+        this member's."""
+        _runtime, app = self._group()
+        if message is None and offsets is None:
+            raise ValueError("expected either message or offsets")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        if app.auto_store:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._INVALID_ARG, "StoreOffsets failed: Local: Invalid argument or configuration"
+                )
+            )
+        if message is not None:
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if message.error() is not None or topic is None or partition is None or offset is None:
+                raise ValueError("the message has no topic, partition or offset to store")
+            offsets = [TopicPartition(topic, partition, offset + 1, leader_epoch=message.leader_epoch())]
+        assert offsets is not None
+        if offsets and app.store(offsets) == 0:
+            raise KafkaException(KafkaError(KafkaError._STATE, "StoreOffsets failed: Local: Erroneous state"))
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
@@ -371,8 +404,10 @@ class Consumer:
         result = []
         for tp in partitions:
             offset = found.get((tp.topic, tp.partition))
-            value = offset.offset if offset is not None and offset.offset >= 0 else -1001
-            result.append(TopicPartition(tp.topic, tp.partition, value))
+            if offset is None or offset.offset < 0:
+                result.append(TopicPartition(tp.topic, tp.partition, -1001))
+            else:
+                result.extend(committed_partitions((offset,)))
         return result
 
     def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:

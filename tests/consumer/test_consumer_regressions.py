@@ -129,7 +129,9 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
 
         def __init__(self, answer: dict[tuple[str, int], int] | None) -> None:
             self.app_queue: _queue.SimpleQueue[object] = _queue.SimpleQueue()
-            self.config = SimpleNamespace(librdkafka_passthrough={}, request_timeout_ms=30_000)
+            self.config = SimpleNamespace(
+                librdkafka_passthrough={}, request_timeout_ms=30_000, enable_auto_offset_store=True
+            )
             self.answer = answer
             self.asked: list[dict[tuple[str, int], int]] = []
 

@@ -163,6 +163,8 @@ class CommitFinished(ApplicationWork):
     partitions: tuple[TopicIdPartition, ...]
     skipped: tuple[TopicIdPartition, ...] = ()
     error: KConsumerError | None = None
+    #: The offsets its last attempt carried (with their metadata), as the session sent them.
+    offsets: tuple[PartitionOffset, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ from .effects import (
     AnswerQuery,
     ApplicationWork,
     CollectPositions,
+    CommitFinished,
     CommitOffsets,
     ComputeClientAssignment,
     Effect,
@@ -89,6 +90,8 @@ HEARTBEAT_MAX_VERSION = 1
 _COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 #: The core's own events, queued by the session.
 _FLUSH_COORDINATOR = "flush-coordinator"
+#: Commit attempts whose offsets are remembered for their `CommitFinished`.
+_SENT_OFFSETS_KEPT = 256
 
 
 class MemberSession:
@@ -120,6 +123,9 @@ class MemberSession:
         self._for_coordinator: list[Call] = []
         #: Commits whose positions the application thread is reading.
         self._collecting: dict[int, CommitOffsets] = {}
+        #: What each OffsetCommit attempt carried, until its commit finishes (the oldest are
+        #: dropped beyond `_SENT_OFFSETS_KEPT`: attempts that were retried never finish).
+        self._sent_offsets: dict[int, tuple[PartitionOffset, ...]] = {}
         self._inbox: deque[ev.Event | str] = deque()
         self._now = now_ms
         self._out: list[Effect] = []
@@ -201,6 +207,8 @@ class MemberSession:
     def _app(self, effect: Effect) -> None:
         if isinstance(effect, InvokeCallback) and effect.kind is CallbackKind.ASSIGNMENT:
             effect = replace(effect, assignor_name=self._assignment.selected)
+        elif isinstance(effect, CommitFinished) and effect.request_id is not None:
+            effect = replace(effect, offsets=self._sent_offsets.pop(effect.request_id, ()))
         self._out.append(effect)
 
     def _heartbeat(self, effect: SendHeartbeat) -> None:
@@ -218,6 +226,9 @@ class MemberSession:
         if not offsets:
             self._feed(ev.CommitResult(effect.request_id))  # nothing to commit: done
             return
+        self._sent_offsets[effect.request_id] = offsets
+        if len(self._sent_offsets) > _SENT_OFFSETS_KEPT:
+            del self._sent_offsets[next(iter(self._sent_offsets))]
         config = self.config
         call = CommitCall(
             effect.request_id,
