@@ -1,0 +1,25 @@
+"""The differential suite's fixtures: one reference cluster for a whole module, and the two
+implementations every scenario runs with (confluent-kafka's KIP-848 consumer and kconsumer's)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# The consumer tests' ledger and helpers (tests/consumer/consumer_harness.py) serve here too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
+
+from consumer_harness import fast_cluster  # noqa: E402
+
+from kconsumer.testing import ReferenceCluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ReferenceCluster]:
+    """A reference cluster with fast group timers, shared by a module's scenarios (each scenario
+    uses topics and groups of its own)."""
+    with fast_cluster() as running:
+        yield running

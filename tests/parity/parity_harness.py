@@ -1,0 +1,133 @@
+"""Running one scenario with confluent-kafka's consumer and with kconsumer's, and comparing what a
+user observes.
+
+A scenario is a function ``scenario(run) -> observations`` where `run` (a `Run`) makes consumers of
+one implementation on the shared reference cluster, with topics and groups of its own. The two
+observation dicts must be equal, except for the keys `INTENDED_DIFFERENCES` names for that
+scenario: the one list of deliberate differences, each with its reason (docs/parity.md explains
+them for users).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import confluent_kafka
+
+from kconsumer import Consumer
+from kconsumer.testing import ReferenceCluster
+
+#: (scenario, observation key) -> why kconsumer deliberately differs there.
+INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {}
+
+IMPLEMENTATIONS = ("confluent", "kconsumer")
+_names = itertools.count()
+
+
+@dataclass
+class Run:
+    """One implementation's run of a scenario on the shared cluster."""
+
+    implementation: str
+    cluster: ReferenceCluster
+    made: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.suffix = f"{self.implementation}-{next(_names)}"
+
+    def topic(self, base: str, partitions: int, records: int = 0) -> str:
+        """A fresh topic with `records` small records in each partition."""
+        name = f"{base}-{self.suffix}"
+        self.cluster.create_topic(name, partitions)
+        for partition in range(partitions):
+            if records:
+                self.cluster.produce(name, [b"v%d" % i for i in range(records)], partition=partition)
+        return name
+
+    def group(self, base: str) -> str:
+        return f"{base}-{self.suffix}"
+
+    def consumer(self, group: str, **settings: Any) -> Any:
+        """A consumer of this implementation: earliest reset, no auto-commit unless `settings`
+        (dots written as underscores, except
+        the ``on_*`` callbacks) say otherwise."""
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.cluster.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+        conf.update(
+            {
+                key if key.startswith("on_") else key.replace("_", "."): value
+                for key, value in settings.items()
+            }
+        )
+        if self.implementation == "confluent":
+            conf["group.protocol"] = "consumer"
+            made: Any = confluent_kafka.Consumer(conf)
+        else:
+            made = Consumer(conf)
+        self.made.append(made)
+        return made
+
+    def close_all(self) -> None:
+        for consumer in self.made:
+            try:
+                consumer.close()
+            except Exception:  # already closed, or the scenario broke it on purpose
+                pass
+
+
+@contextmanager
+def run_of(implementation: str, cluster: ReferenceCluster) -> Iterator[Run]:
+    run = Run(implementation, cluster)
+    try:
+        yield run
+    finally:
+        run.close_all()
+
+
+def compare(name: str, scenario: Callable[[Run], dict[str, Any]], cluster: ReferenceCluster) -> None:
+    """Run `scenario` with both implementations and assert the observations agree."""
+    seen: dict[str, dict[str, Any]] = {}
+    for implementation in IMPLEMENTATIONS:
+        with run_of(implementation, cluster) as run:
+            seen[implementation] = scenario(run)
+    theirs, ours = seen["confluent"], seen["kconsumer"]
+    assert set(theirs) == set(ours), (theirs, ours)
+    differences = {
+        key: (theirs[key], ours[key])
+        for key in theirs
+        if theirs[key] != ours[key] and (name, key) not in INTENDED_DIFFERENCES
+    }
+    assert not differences, f"{name}: confluent-kafka vs kconsumer differ: {differences}"
+
+
+def read(consumer: Any, count: int, timeout: float = 20.0) -> list[Any]:
+    """Poll until `count` records (errors are not records) or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    got: list[Any] = []
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"read {len(got)} of {count} records"
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            got.append(message)
+    return got
+
+
+def drain(consumer: Any, seconds: float) -> list[Any]:
+    """Poll for `seconds`, returning the records received."""
+    deadline = time.monotonic() + seconds
+    got: list[Any] = []
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.05)
+        if message is not None and message.error() is None:
+            got.append(message)
+    return got

@@ -1,0 +1,259 @@
+"""Commits as a confluent-kafka user sees them, scenario by scenario, with confluent-kafka's KIP-848
+consumer and with kconsumer on the same reference cluster (see parity_harness)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from consumer_harness import Ledger, cluster_committed, position
+from parity_harness import Run, compare, drain, read
+
+from kconsumer.testing import ReferenceCluster
+
+
+def _code(call: Any) -> Any:
+    """What a call gives: ("ok", its result as plain data) or ("error", KafkaError code, text)."""
+    try:
+        result = call()
+    except KafkaException as exc:
+        return ("error", exc.args[0].code(), exc.args[0].str())
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+    if isinstance(result, list):
+        return ("ok", [(tp.partition, tp.offset, tp.metadata) for tp in result])
+    return ("ok", result)
+
+
+def test_logical_offsets_are_refused(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("logical", 1, records=5), run.group("logical")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 5)
+        seen = {
+            f"commit {offset}": _code(
+                lambda offset=offset: consumer.commit(
+                    offsets=[TopicPartition(topic, 0, offset)], asynchronous=False
+                )
+            )
+            for offset in (-1001, -2, -1)
+        }
+        seen["committed"] = sorted(cluster.committed(group).items())
+        return seen
+
+    compare("logical offsets", scenario, cluster)
+
+
+def test_metadata_round_trips(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("metadata", 2, records=3), run.group("metadata")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 6)
+        wanted = [TopicPartition(topic, 0, 2, metadata="batch-7"), TopicPartition(topic, 1, 1)]
+        seen = {"commit": _code(lambda: consumer.commit(offsets=wanted, asynchronous=False))}
+        found = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+        seen["committed"] = [(tp.partition, tp.offset, tp.metadata) for tp in found]
+        return seen
+
+    compare("metadata", scenario, cluster)
+
+
+def test_on_commit_reports(cluster: ReferenceCluster) -> None:
+    """Asynchronous and automatic commits reach on_commit with their offsets (or the error);
+    synchronous ones answer their caller only; automatic commits of unmoved positions are skipped."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("on-commit", 1, records=4), run.group("on-commit")
+        reports: list[Any] = []
+
+        def on_commit(error: Any, partitions: list[TopicPartition]) -> None:
+            reports.append(
+                (None if error is None else error.code(), [(tp.partition, tp.offset) for tp in partitions])
+            )
+
+        consumer = run.consumer(group, on_commit=on_commit)
+        consumer.subscribe([topic])
+        read(consumer, 4)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+        drain(consumer, 0.3)
+        seen: dict[str, Any] = {"after sync": list(reports)}
+        reports.clear()
+        consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=True)
+        consumer.commit(offsets=[TopicPartition(topic, 0, -1001)], asynchronous=True)
+        deadline = time.monotonic() + 10
+        while len(reports) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        seen["after async"] = sorted(reports, key=repr)
+        return seen
+
+    compare("on_commit", scenario, cluster)
+
+
+def test_store_offsets_api(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("store-api", 2, records=2)
+        seen: dict[str, Any] = {}
+        for auto_store in (True, False):
+            consumer = run.consumer(run.group(f"store-api-{auto_store}"), enable_auto_offset_store=auto_store)
+            consumer.subscribe([topic])
+            (message,) = read(consumer, 1)
+            p = message.partition()
+            calls = {
+                "message": lambda: consumer.store_offsets(message=message),
+                "owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, 1)]),
+                "not owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, 9, 1)]),
+                "logical": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, -1001)]),
+                "no argument": lambda: consumer.store_offsets(),
+                "both": lambda: consumer.store_offsets(message=message, offsets=[]),
+            }
+            for name, call in calls.items():
+                seen[f"auto_store={auto_store} {name}"] = _code(call)
+            consumer.close()
+        return seen
+
+    compare("store_offsets API", scenario, cluster)
+
+
+def test_poll_returns_on_time(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("poll-timeout", 1), run.group("poll-timeout")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        drain(consumer, 1.0)  # joined and idle
+        late = []
+        for timeout in (0.2, 0.5, 1.0):
+            start = time.monotonic()
+            assert consumer.poll(timeout) is None
+            late.append(time.monotonic() - start - timeout)
+        return {"within 20 ms": all(-0.005 < x < 0.02 for x in late)}
+
+    compare("poll timeout", scenario, cluster)
+
+
+def _ledger_member(
+    run: Run,
+    ledger: Ledger,
+    name: str,
+    group: str,
+    topic: str,
+    commit_in_revoke: bool = True,
+    **settings: Any,
+) -> Any:
+    """A consumer reporting ownership to `ledger`; its on_revoke commits (no arguments) when
+    `commit_in_revoke`."""
+    cluster = run.cluster
+    consumer = run.consumer(group, **settings)
+
+    def assigned(_c: Any, partitions: list[TopicPartition]) -> None:
+        ledger.assigned(name, [(tp.topic, tp.partition) for tp in partitions])
+
+    def revoked(c: Any, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        if commit_in_revoke:
+            try:
+                c.commit(asynchronous=False)
+            except KafkaException:
+                pass  # nothing to commit
+        ledger.released(name, keys, "revoked", dict(cluster.committed(group)))
+
+    def lost(_c: Any, partitions: list[TopicPartition]) -> None:
+        ledger.released(name, [(tp.topic, tp.partition) for tp in partitions], "lost")
+
+    consumer.subscribe([topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+    return consumer
+
+
+def _poll_into(
+    ledger: Ledger, name: str, consumer: Any, seconds: float, keep: list[Any] | None = None
+) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.02)
+        if message is not None and message.error() is None:
+            ledger.received(name, message)
+            if keep is not None:
+                keep.append(message)
+
+
+def test_commit_without_arguments_in_on_revoke_covers_the_revoked_partitions(
+    cluster: ReferenceCluster,
+) -> None:
+    """The at-least-once idiom: process, and commit() inside on_revoke. The next owner reads
+    nothing again (confluent-kafka: 0 records)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("revoke-commit", 2, records=10), run.group("revoke-commit")
+        ledger = Ledger(cluster_committed(run.cluster, group))
+        ledger.sample_group(run.cluster, group)
+        first = _ledger_member(run, ledger, "first", group, topic)
+        _poll_into(ledger, "first", first, 0.1)
+        deadline = time.monotonic() + 20
+        while ledger.count() < 20 and time.monotonic() < deadline:
+            _poll_into(ledger, "first", first, 0.1)
+        second = _ledger_member(run, ledger, "second", group, topic)
+        reread: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not ledger.owned_by("second") and time.monotonic() < deadline:
+            _poll_into(ledger, "first", first, 0.05)
+            _poll_into(ledger, "second", second, 0.05, reread)
+        for _ in range(10):
+            _poll_into(ledger, "first", first, 0.05)
+            _poll_into(ledger, "second", second, 0.05, reread)
+        moved = sorted(ledger.owned_by("second"))
+        produced = {(topic, p): list(range(10)) for p in range(2)}
+        ledger.check(produced)
+        return {
+            "partitions moved": len(moved),
+            "records read again by the new owner": [(m.partition(), m.offset()) for m in reread],
+            "committed": sorted(run.cluster.committed(group).values()),
+        }
+
+    compare("commit in on_revoke", scenario, cluster)
+
+
+def test_store_offsets_after_processing_keeps_at_least_once(cluster: ReferenceCluster) -> None:
+    """enable.auto.offset.store=false, auto-commit on: offsets are stored only once a record is
+    processed; a partition that moves is picked up right after the last processed record, and
+    every record is processed once (nothing processed and committed is read again)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("stored", 2, records=10), run.group("stored")
+        ledger = Ledger(cluster_committed(run.cluster, group))
+        settings = {
+            "enable_auto_offset_store": False,
+            "enable_auto_commit": True,
+            "auto_commit_interval_ms": 200,
+        }
+        first = _ledger_member(run, ledger, "first", group, topic, commit_in_revoke=False, **settings)
+        received: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(received) < 20 and time.monotonic() < deadline:
+            _poll_into(ledger, "first", first, 0.1, received)
+        processed = [m for m in received if m.offset() < 6]  # the rest is still "in flight"
+        for message in processed:
+            first.store_offsets(message=message)
+        _poll_into(ledger, "first", first, 0.5)  # an auto-commit happens
+        second = _ledger_member(run, ledger, "second", group, topic, commit_in_revoke=False, **settings)
+        by_second: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not ledger.owned_by("second") and time.monotonic() < deadline:
+            _poll_into(ledger, "first", first, 0.05)
+            _poll_into(ledger, "second", second, 0.05, by_second)
+        for _ in range(10):
+            _poll_into(ledger, "first", first, 0.05)
+            _poll_into(ledger, "second", second, 0.05, by_second)
+        ledger.check({(topic, p): list(range(10)) for p in range(2)})
+        processed_keys = {position(m) for m in processed}
+        return {
+            "processed records read again": sorted(
+                k for k in map(position, by_second) if k in processed_keys
+            ),
+            "first offset the new owner read": sorted(
+                {m.offset() for m in by_second} and {min(m.offset() for m in by_second)}
+            ),
+        }
+
+    compare("store_offsets at-least-once", scenario, cluster)
