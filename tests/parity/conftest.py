@@ -12,9 +12,9 @@ import pytest
 # The consumer tests' ledger and helpers (tests/consumer/consumer_harness.py) serve here too.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
 
-from consumer_harness import fast_cluster  # noqa: E402
+from consumer_harness import fast_cluster
 
-from kconsumer.testing import ReferenceCluster  # noqa: E402
+from kconsumer.testing import ReferenceCluster
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ them for users).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -79,10 +80,8 @@ class Run:
 
     def close_all(self) -> None:
         for consumer in self.made:
-            try:
+            with contextlib.suppress(Exception):  # already closed, or broken on purpose
                 consumer.close()
-            except Exception:  # already closed, or the scenario broke it on purpose
-                pass
 
 
 @contextmanager

@@ -3,7 +3,9 @@ consumer and with kconsumer on the same reference cluster (see parity_harness)."
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
@@ -100,21 +102,25 @@ def test_store_offsets_api(cluster: ReferenceCluster) -> None:
             consumer = run.consumer(run.group(f"store-api-{auto_store}"), enable_auto_offset_store=auto_store)
             consumer.subscribe([topic])
             (message,) = read(consumer, 1)
-            p = message.partition()
-            calls = {
-                "message": lambda: consumer.store_offsets(message=message),
-                "owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, 1)]),
-                "not owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, 9, 1)]),
-                "logical": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, -1001)]),
-                "no argument": lambda: consumer.store_offsets(),
-                "both": lambda: consumer.store_offsets(message=message, offsets=[]),
-            }
+            calls = _store_calls(consumer, message, topic)
             for name, call in calls.items():
                 seen[f"auto_store={auto_store} {name}"] = _code(call)
             consumer.close()
         return seen
 
     compare("store_offsets API", scenario, cluster)
+
+
+def _store_calls(consumer: Any, message: Any, topic: str) -> dict[str, Callable[[], Any]]:
+    p = message.partition()
+    return {
+        "message": lambda: consumer.store_offsets(message=message),
+        "owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, 1)]),
+        "not owned": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, 9, 1)]),
+        "logical": lambda: consumer.store_offsets(offsets=[TopicPartition(topic, p, -1001)]),
+        "no argument": lambda: consumer.store_offsets(),
+        "both": lambda: consumer.store_offsets(message=message, offsets=[]),
+    }
 
 
 def test_poll_returns_on_time(cluster: ReferenceCluster) -> None:
@@ -153,10 +159,8 @@ def _ledger_member(
     def revoked(c: Any, partitions: list[TopicPartition]) -> None:
         keys = [(tp.topic, tp.partition) for tp in partitions]
         if commit_in_revoke:
-            try:
+            with contextlib.suppress(KafkaException):  # nothing to commit
                 c.commit(asynchronous=False)
-            except KafkaException:
-                pass  # nothing to commit
         ledger.released(name, keys, "revoked", dict(cluster.committed(group)))
 
     def lost(_c: Any, partitions: list[TopicPartition]) -> None:
