@@ -67,10 +67,14 @@ class Consumer:
     key or a bad value raises `kconsumer.errors.ConfigError` (a ValueError) naming the key.
     """
 
-    def __init__(self, config: dict[str, Any], *, fetch: bool = True) -> None:
-        """`fetch=False` makes a membership-only consumer: it joins the group, reconciles, runs the
-        callbacks and commits, but fetches no record (`poll` returns None, `position` is where
-        fetching would start). The PySpark source's driver uses it; executors read the records."""
+    def __init__(self, config: dict[str, Any], *, logger: Any = None, fetch: bool = True) -> None:
+        """`logger` is confluent-kafka's keyword (a `logging.Logger` for librdkafka's log, the
+        same as the ``logger`` setting). `fetch=False` makes a membership-only consumer: it joins
+        the group, reconciles, runs the callbacks and commits, but fetches no record (`poll`
+        returns None, `position` is where fetching would start). The PySpark source's driver
+        uses it; executors read the records."""
+        if logger is not None:
+            config = {**config, "logger": logger}
         self._config = ConsumerConfig.from_dict(config)
         self._member_id = new_member_id()
         self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
@@ -446,9 +450,33 @@ class Consumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata (confluent-kafka's ClusterMetadata)."""
+        return self._handle("list_topics").list_topics(topic, timeout)
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> tuple[int, int] | None:
+        """(low, high) watermarks of `partition`, from the broker (or, with `cached`, from the
+        last fetch: None when unknown), as confluent-kafka answers them."""
+        handle = self._handle("get_watermark_offsets")
+        if timeout is None:
+            return handle.get_watermark_offsets(partition, cached=cached)  # type: ignore[no-any-return]
+        return handle.get_watermark_offsets(partition, timeout, cached)  # type: ignore[no-any-return]
+
+    def offsets_for_times(self, partitions: Sequence[TopicPartition], timeout: float | None = None) -> Any:
+        """For each partition, the earliest offset whose timestamp is at or after
+        `partition.offset` (a timestamp in ms); -1 past the end."""
+        handle = self._handle("offsets_for_times")
+        if timeout is None:
+            return handle.offsets_for_times(list(partitions))
+        return handle.offsets_for_times(list(partitions), timeout)
+
+    def _handle(self, method: str) -> Any:
+        """The librdkafka handle of the fetch path, for the cluster queries it answers."""
+        if self._closed:
+            raise RuntimeError("Consumer closed")
         if isinstance(self._fetcher, MembershipOnlyFetcher):
-            raise RuntimeError("list_topics() needs the fetch path (this consumer has fetch=False)")
-        return self._fetcher.list_topics(topic, timeout)
+            raise RuntimeError(f"{method}() needs the fetch path (this consumer has fetch=False)")
+        return self._fetcher.handle
 
     # -- helpers -------------------------------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+"""Cluster queries and constructor arguments as confluent-kafka answers them (see parity_harness)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from parity_harness import Run, compare, read
+
+from kconsumer.testing import ReferenceCluster
+
+
+def test_watermarks_and_offsets_for_times(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("watermarks", 2, records=5), run.group("watermarks")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 10)
+        seen: dict[str, Any] = {
+            f"watermarks {p}": consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            for p in (0, 1)
+        }
+        future = int(time.time() * 1000) + 3_600_000
+        found = consumer.offsets_for_times(
+            [TopicPartition(topic, 0, 0), TopicPartition(topic, 1, future)], timeout=10
+        )
+        seen["offsets_for_times"] = [(tp.partition, tp.offset) for tp in found]
+        try:
+            consumer.get_watermark_offsets(TopicPartition(topic, 9), timeout=2)
+            seen["unknown partition"] = "answered"
+        except KafkaException as exc:
+            seen["unknown partition"] = exc.args[0].code()
+        return seen
+
+    compare("watermarks and offsets_for_times", scenario, cluster)
+
+
+def test_logger_keyword(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        logger = logging.getLogger(f"parity-{run.implementation}")
+        group = run.group("logger")
+        if run.implementation == "confluent":
+            import confluent_kafka
+
+            consumer: Any = confluent_kafka.Consumer(
+                {
+                    "bootstrap.servers": run.cluster.bootstrap_servers,
+                    "group.id": group,
+                    "group.protocol": "consumer",
+                },
+                logger=logger,
+            )
+        else:
+            from kconsumer import Consumer
+
+            consumer = Consumer(
+                {"bootstrap.servers": run.cluster.bootstrap_servers, "group.id": group}, logger=logger
+            )
+        run.made.append(consumer)
+        return {"constructed": True}
+
+    compare("logger keyword", scenario, cluster)
