@@ -110,9 +110,7 @@ def test_unknown_key_with_a_hint() -> None:
     assert err.key == "enable.auto.comit" and "did you mean enable.auto.commit" in err.reason
 
 
-@pytest.mark.parametrize(
-    "key", ["rebalance_cb", "completely.unknown", "group.protocol.type"]
-)
+@pytest.mark.parametrize("key", ["rebalance_cb", "completely.unknown", "group.protocol.type"])
 def test_keys_that_would_hand_the_group_to_librdkafka_are_unknown(key: str) -> None:
     assert "unknown configuration key" in error({**BASE, key: "x"}).reason
 

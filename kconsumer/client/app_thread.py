@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from ..errors import KConsumerError
 from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
@@ -30,6 +30,7 @@ from .member.effects import (
     StartFetching,
     StopFetching,
 )
+from .member.errors import PollIntervalExceededError
 from .member.events import CallbackCompleted, FetchingStopped, OffsetsQuery, PositionsCollected
 from .member.model import (
     CallbackKind,
@@ -98,6 +99,8 @@ class AppState:
     last_committed: dict[Key, int] = field(default_factory=dict)
     #: The offsets each commit() (by token) asked for, until it finishes.
     requested: dict[int, tuple[PartitionOffset, ...]] = field(default_factory=dict)
+    #: Error events poll()/consume() hand out as messages (confluent-kafka's error messages).
+    error_events: list[Message] = field(default_factory=list)
     #: on_commit reports decided on this thread, delivered by the next poll like the others.
     commit_reports: list[tuple[KafkaError, list[TopicPartition]]] = field(default_factory=list)
 
@@ -128,7 +131,13 @@ class AppThread:
     def idle(self) -> bool:
         """Nothing to run and nothing to raise: the fast path of poll()."""
         state = self.state
-        return self.queue.empty() and not state.errors and state.fatal is None and not state.commit_reports
+        return (
+            self.queue.empty()
+            and not state.errors
+            and state.fatal is None
+            and not state.commit_reports
+            and not state.error_events
+        )
 
     def run(self) -> None:
         """Execute the work queued when the call started, then raise the first pending error (a
@@ -146,7 +155,13 @@ class AppThread:
         self.raise_pending()
 
     def raise_pending(self) -> None:
+        """Raise the first pending error; a poll-interval overrun is not raised but becomes an
+        error event (`error_events`), which poll()/consume() return as a message, as
+        confluent-kafka does (_MAX_POLL_EXCEEDED)."""
         state = self.state
+        while state.errors and isinstance(state.errors[0], PollIntervalExceededError):
+            overrun = state.errors.pop(0)
+            state.error_events.append(Message(error=KafkaError(KafkaError._MAX_POLL_EXCEEDED, str(overrun))))
         if state.errors:
             raise kafka_exception(state.errors.pop(0))
         if state.fatal is not None:

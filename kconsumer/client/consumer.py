@@ -232,6 +232,8 @@ class Consumer:
                 self._note_poll(now)
             if not app.idle():
                 app.run()
+                if app.state.error_events:
+                    return app.state.error_events.pop(0)
         elif self._closed:
             raise RuntimeError("Consumer closed")
         buffer = self._buffer
@@ -250,6 +252,8 @@ class Consumer:
                     self._note_poll(now)
                 if not app.idle():
                     app.run()
+                    if app.state.error_events:
+                        return app.state.error_events.pop(0)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -273,6 +277,8 @@ class Consumer:
                     self._note_poll(now)
                 if not app.idle():
                     app.run()
+                    if app.state.error_events:
+                        return [app.state.error_events.pop(0)]
                     now = _monotonic()  # callbacks may have taken a while: the wait starts after them
             elif self._closed:
                 raise RuntimeError("Consumer closed")

@@ -62,3 +62,32 @@ def test_logger_keyword(cluster: ReferenceCluster) -> None:
         return {"constructed": True}
 
     compare("logger keyword", scenario, cluster)
+
+
+def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> None:
+    """The poll after a max.poll.interval.ms overrun returns a _MAX_POLL_EXCEEDED error message
+    (a loop written ``if msg.error(): continue`` keeps going); the partitions are lost and come
+    back by themselves."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("overrun", 1, records=3), run.group("overrun")
+        calls: list[Any] = []
+
+        def record(kind: str) -> Any:
+            return lambda _c, parts: calls.append((kind, [tp.partition for tp in parts]))
+
+        consumer = run.consumer(group, max_poll_interval_ms=1000)
+        consumer.subscribe(
+            [topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=record("lost")
+        )
+        read(consumer, 3)
+        time.sleep(2.5)
+        events: list[Any] = []
+        deadline = time.monotonic() + 10
+        while len(calls) < 3 and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is not None:
+                events.append(message.error().code())
+        return {"error events": events, "callbacks": calls}
+
+    compare("poll interval overrun", scenario, cluster)
