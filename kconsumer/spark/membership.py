@@ -75,7 +75,9 @@ class DriverMember:
     def boundary(self) -> None:
         """A batch boundary: run the rebalance callbacks that are due (``poll(0)``)."""
         try:
-            self._consumer.poll(0)
+            event = self._consumer.poll(0)
+            if event is not None and event.error() is not None:  # e.g. a poll-interval overrun
+                log.warning("kconsumer: group member error: %s", event.error().str())
         except KafkaException as exc:
             # A failing callback or a transient group error: the member carries on (the core
             # already completed the rebalance step); a fatal error is raised again on every call.
