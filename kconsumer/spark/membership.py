@@ -76,8 +76,9 @@ class DriverMember:
         """A batch boundary: run the rebalance callbacks that are due (``poll(0)``)."""
         try:
             event = self._consumer.poll(0)
-            if event is not None and event.error() is not None:  # e.g. a poll-interval overrun
-                log.warning("kconsumer: group member error: %s", event.error().str())
+            error = None if event is None else event.error()
+            if error is not None:  # an error event, e.g. a poll-interval overrun
+                log.warning("kconsumer: group member error: %s", error.str())
         except KafkaException as exc:
             # A failing callback or a transient group error: the member carries on (the core
             # already completed the rebalance step); a fatal error is raised again on every call.
