@@ -87,6 +87,8 @@ class AppState:
     awaiting_seek: dict[Key, TopicIdPartition] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
     fatal: BaseException | None = None
+    #: The fatal error was handed out (as one _FATAL error event).
+    fatal_reported: bool = False
     commits: dict[int, CommitFinished] = field(default_factory=dict)
     leaves: set[LeaveReason] = field(default_factory=set)
     #: The partitions of the on_partitions_revoked callback running now: still this member's until
@@ -134,7 +136,7 @@ class AppThread:
         return (
             self.queue.empty()
             and not state.errors
-            and state.fatal is None
+            and (state.fatal is None or state.fatal_reported)
             and not state.commit_reports
             and not state.error_events
         )
@@ -155,17 +157,23 @@ class AppThread:
         self.raise_pending()
 
     def raise_pending(self) -> None:
-        """Raise the first pending error; a poll-interval overrun is not raised but becomes an
-        error event (`error_events`), which poll()/consume() return as a message, as
-        confluent-kafka does (_MAX_POLL_EXCEEDED)."""
+        """Raise the first pending error as confluent-kafka does: kconsumer's own errors wrapped
+        in KafkaException, an exception of the application's callbacks unchanged. Two are not
+        raised but become error events (`error_events`) that poll()/consume() return as messages:
+        a poll-interval overrun (_MAX_POLL_EXCEEDED) and, once, a fatal error (_FATAL)."""
         state = self.state
         while state.errors and isinstance(state.errors[0], PollIntervalExceededError):
             overrun = state.errors.pop(0)
             state.error_events.append(Message(error=KafkaError(KafkaError._MAX_POLL_EXCEEDED, str(overrun))))
         if state.errors:
-            raise kafka_exception(state.errors.pop(0))
-        if state.fatal is not None:
-            raise kafka_exception(state.fatal, fatal=True)
+            error = state.errors.pop(0)
+            if isinstance(error, KConsumerError):
+                raise kafka_exception(error)
+            raise error
+        if state.fatal is not None and not state.fatal_reported:
+            state.fatal_reported = True
+            text = kafka_exception(state.fatal, fatal=True).args[0].str()
+            state.error_events.append(Message(error=KafkaError(KafkaError._FATAL, f"Fatal error: {text}")))
 
     def _execute(self, work: ApplicationWork) -> None:
         if isinstance(work, StopFetching):

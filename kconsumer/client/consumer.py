@@ -361,7 +361,7 @@ class Consumer:
         self._wait(lambda a: token in a.state.commits, DEFAULT_API_TIMEOUT_S)
         finished = app.state.commits.pop(token)
         if finished.error is not None:
-            raise kafka_exception(finished.error)
+            raise kafka_exception(finished.error, fatal=finished.error is app.state.fatal)
         return committed_partitions(finished.offsets)
 
     def store_offsets(
@@ -495,13 +495,16 @@ class Consumer:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
             try:
                 app.run()
-            except KafkaException:
+            except Exception:
                 if raise_errors:
                     raise
-                if app.state.fatal is not None:
-                    return
-            if not done(app):
-                time.sleep(BUSY_SLICE_S)
+            if done(app):
+                return
+            if app.state.fatal is not None:  # the group is gone: nothing left to wait for
+                if raise_errors:
+                    raise kafka_exception(app.state.fatal, fatal=True)
+                return
+            time.sleep(BUSY_SLICE_S)
         del runtime
 
 

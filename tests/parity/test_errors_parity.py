@@ -1,0 +1,71 @@
+"""Errors as a confluent-kafka user receives them (see parity_harness)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from parity_harness import Run, compare, drain
+
+from kconsumer.errors import ErrorCode
+from kconsumer.protocol.api import ApiKey
+from kconsumer.testing import ReferenceCluster
+
+
+def _outcomes(consumer: Any, polls: int) -> list[Any]:
+    """What `polls` polls give: error event codes, raised KafkaError codes, records as "record"."""
+    seen: list[Any] = []
+    for _ in range(polls):
+        try:
+            message = consumer.poll(0.1)
+        except KafkaException as exc:
+            seen.append(("raised", exc.args[0].code()))
+            continue
+        if message is None:
+            continue
+        seen.append(("event", message.error().code()) if message.error() is not None else "record")
+    return seen
+
+
+def test_group_authorization_failure_is_one_fatal_event(cluster: ReferenceCluster) -> None:
+    """The coordinator refuses the group: one _FATAL error event, then nothing more; nothing is
+    consumed or committed."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("denied", 1, records=3), run.group("denied")
+        run.cluster.inject_error(ApiKey.CONSUMER_GROUP_HEARTBEAT, ErrorCode.GROUP_AUTHORIZATION_FAILED, 1000)
+        try:
+            consumer = run.consumer(group)
+            consumer.subscribe([topic])
+            seen = {"polls": _outcomes(consumer, 20)}
+        finally:
+            run.cluster.clear_faults()
+        seen["committed"] = sorted(run.cluster.committed(group).items())
+        return seen
+
+    compare("group authorization failure", scenario, cluster)
+
+
+class CallbackFailure(Exception):
+    """The application's own exception."""
+
+
+def test_callback_exceptions_are_raised_unchanged(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("callback-raises", 1, records=3), run.group("callback-raises")
+        consumer = run.consumer(group)
+
+        def on_assign(_c: Any, _partitions: list[TopicPartition]) -> None:
+            raise CallbackFailure("on_assign went wrong")
+
+        consumer.subscribe([topic], on_assign=on_assign)
+        raised: list[Any] = []
+        for _ in range(50):
+            try:
+                consumer.poll(0.1)
+            except CallbackFailure as exc:
+                raised.append(("CallbackFailure", str(exc)))
+                break
+        return {"raised": raised, "records afterwards": len(drain(consumer, 2.0))}
+
+    compare("callback exceptions", scenario, cluster)
