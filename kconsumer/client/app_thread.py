@@ -94,6 +94,13 @@ class AppState:
     #: The partitions of the on_partitions_revoked callback running now: still this member's until
     #: it returns, so commit() and store_offsets() inside it cover them.
     revoking: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    #: The partitions of the on_partitions_lost callback running now.
+    losing: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    #: The partitions of the on_partitions_assigned callback running now, and the start offsets
+    #: the application chose for them inside it (incremental_assign/assign/seek, as confluent-kafka
+    #: allows), used instead of the committed offsets when fetching starts.
+    assigning: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    start_at: dict[Key, int | OffsetReset] = field(default_factory=dict)
     #: Offsets store_offsets() stored (enable.auto.offset.store=false), until the partition goes.
     stored: dict[Key, PartitionOffset] = field(default_factory=dict)
     #: The offset this member last committed per partition since it got it: an auto-commit
@@ -241,6 +248,23 @@ class AppThread:
             state.stored[key] = PartitionOffset(partition, tp.offset, epoch, tp.metadata or "")
         return taken
 
+    def choose_start(self, partitions: Sequence[TopicPartition]) -> bool:
+        """Inside on_partitions_assigned: start `partitions` (all being assigned) at their
+        offsets (a logical OFFSET_BEGINNING/END too; OFFSET_INVALID keeps the committed one).
+        False when they are not all being assigned now."""
+        state = self.state
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        if not state.assigning or not all(key in state.assigning for key in keys):
+            return False
+        for key, tp in zip(keys, partitions, strict=True):
+            if tp.offset == RESET_EARLIEST:
+                state.start_at[key] = OffsetReset.EARLIEST
+            elif tp.offset == RESET_LATEST:
+                state.start_at[key] = OffsetReset.LATEST
+            elif tp.offset >= 0:
+                state.start_at[key] = tp.offset
+        return True
+
     def _stop(self, work: StopFetching) -> None:
         positions = self.positions(work.partitions)
         reported = positions if self.auto_store else self.commit_offsets(work.partitions)
@@ -293,7 +317,8 @@ class AppThread:
             self.state.stopped.pop(key, None)
             self.state.stored.pop(key, None)  # a regained partition starts afresh
             self.state.last_committed.pop(key, None)
-            offset = position.offset
+            chosen = self.state.start_at.pop(key, None)
+            offset = position.offset if chosen is None else chosen
             if offset is OffsetReset.NONE:
                 self.state.awaiting_seek[key] = tp
                 self.state.errors.append(
@@ -336,6 +361,10 @@ class AppThread:
         state = self.state
         if work.kind is CallbackKind.REVOKED:
             state.revoking = {(tp.topic, tp.partition): tp for tp in work.partitions}
+        elif work.kind is CallbackKind.ASSIGNED:
+            state.assigning = {(tp.topic, tp.partition): tp for tp in work.partitions}
+        elif work.kind is CallbackKind.LOST:
+            state.losing = {(tp.topic, tp.partition): tp for tp in work.partitions}
         try:
             self._invoke(work)
         except Exception as exc:
@@ -343,6 +372,8 @@ class AppThread:
             state.errors.append(exc)
             log.error("kconsumer: %s callback raised %r", work.kind.value, exc)
         finally:
+            state.assigning = {}
+            state.losing = {}
             if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
                 state.revoking = {}
                 for tp in work.partitions:

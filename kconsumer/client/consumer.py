@@ -425,10 +425,59 @@ class Consumer:
         return self._fetcher.position_of(partitions)
 
     def seek(self, partition: TopicPartition) -> None:
-        """Fetch `partition` from `partition.offset` on (it must be assigned to this consumer)."""
-        if self._app is not None and self._app.start_after_seek(partition):
+        """Fetch `partition` from `partition.offset` on (it must be assigned to this consumer;
+        inside on_assign, one being assigned: it then starts there)."""
+        if self._app is not None and (
+            self._app.choose_start([partition]) or self._app.start_after_seek(partition)
+        ):
             return
         self._fetcher.seek(partition)
+
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Inside on_assign, as confluent-kafka's KIP-848 consumer allows: start the partitions
+        being assigned at the offsets given (OFFSET_BEGINNING/OFFSET_END too; OFFSET_INVALID
+        keeps the committed offset). The member assigns them itself; outside on_assign this
+        raises KafkaException(_STATE) (the coordinator assigns partitions; manual assignment
+        without a group is not supported yet)."""
+        if self._app is not None and self._app.choose_start(partitions):
+            return
+        raise KafkaException(
+            KafkaError(
+                KafkaError._STATE,
+                "incremental_assign()/assign() are accepted inside on_assign, for the partitions being "
+                "assigned (to choose their start offsets); the consumer group assigns partitions",
+            )
+        )
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Inside on_assign: the same as `incremental_assign` (see there)."""
+        self.incremental_assign(partitions)
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Inside on_revoke or on_lost: accepted and nothing to do (the member gives the
+        partitions up itself once the callback returns). Elsewhere KafkaException(_STATE)."""
+        state = None if self._app is None else self._app.state
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        if (
+            state is not None
+            and (state.revoking or state.losing)
+            and keys <= set(state.revoking) | set(state.losing)
+        ):
+            return
+        raise KafkaException(
+            KafkaError(
+                KafkaError._STATE,
+                "incremental_unassign()/unassign() are accepted inside on_revoke/on_lost only; the "
+                "consumer group revokes partitions",
+            )
+        )
+
+    def unassign(self) -> None:
+        """Inside on_revoke or on_lost: accepted (see `incremental_unassign`)."""
+        state = None if self._app is None else self._app.state
+        self.incremental_unassign(
+            [] if state is None else [TopicPartition(t, p) for t, p in (*state.revoking, *state.losing)]
+        )
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
         """Stop returning records of `partitions` (they stay assigned)."""

@@ -488,3 +488,24 @@ def test_poll_interval_exceeded_calls_on_lost_then_rejoins(
     poll_until(consumer, lambda: len(consumer.assignment()) == 2)
     assert calls[-1] == ("assign", [0, 1])
     assert member_id in shared.describe_group(group).members  # type: ignore[union-attr]
+
+
+def test_assignment_calls_outside_rebalance_callbacks_are_refused(
+    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+) -> None:
+    """assign/incremental_assign choose start offsets inside on_assign and unassign inside
+    on_revoke/on_lost; elsewhere the group assigns, so they raise _STATE and change nothing."""
+    consumer = consumers(config(shared.bootstrap_servers, group))
+    consumer.subscribe([topic])
+    read(consumer, 2)
+    owned = consumer.assignment()
+    for call in (
+        lambda: consumer.assign([TopicPartition(topic, 0, 1)]),
+        lambda: consumer.incremental_assign([TopicPartition(topic, 0, 1)]),
+        lambda: consumer.incremental_unassign([TopicPartition(topic, 0)]),
+        consumer.unassign,
+    ):
+        with pytest.raises(KafkaException) as raised:
+            call()
+        assert raised.value.args[0].code() == KafkaError._STATE
+    assert consumer.assignment() == owned

@@ -1,0 +1,64 @@
+"""Choosing start offsets inside on_assign, and the assignment calls around rebalances, as
+confluent-kafka's KIP-848 consumer allows them (see parity_harness)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+from parity_harness import Run, compare, read
+
+from kconsumer.testing import ReferenceCluster
+
+
+def _first_offsets(consumer: Any, count: int) -> dict[int, int]:
+    first: dict[int, int] = {}
+    for message in read(consumer, count):
+        first.setdefault(message.partition(), message.offset())
+    return first
+
+
+def test_incremental_assign_in_on_assign_chooses_start_offsets(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("start-at", 2, records=10), run.group("start-at")
+        seeder = run.consumer(group)
+        seeder.subscribe([topic])
+        read(seeder, 20)
+        seeder.commit(offsets=[TopicPartition(topic, 0, 8), TopicPartition(topic, 1, 8)], asynchronous=False)
+        seeder.close()
+
+        consumer = run.consumer(group)
+
+        def on_assign(c: Any, partitions: list[TopicPartition]) -> None:
+            c.incremental_assign(
+                [
+                    TopicPartition(tp.topic, tp.partition, 4 if tp.partition == 0 else OFFSET_BEGINNING)
+                    for tp in partitions
+                ]
+            )
+
+        consumer.subscribe([topic], on_assign=on_assign)
+        first = _first_offsets(consumer, 6 + 10)
+        return {"first offsets": sorted(first.items())}
+
+    compare("incremental_assign in on_assign", scenario, cluster)
+
+
+def test_seek_in_on_assign(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("seek-assign", 1, records=10), run.group("seek-assign")
+        consumer = run.consumer(group)
+        outcome: list[Any] = []
+
+        def on_assign(c: Any, partitions: list[TopicPartition]) -> None:
+            try:
+                c.seek(TopicPartition(topic, 0, 7))
+                outcome.append("seek accepted")
+            except KafkaException as exc:
+                outcome.append(("seek refused", exc.args[0].code()))
+
+        consumer.subscribe([topic], on_assign=on_assign)
+        first = _first_offsets(consumer, 1)
+        return {"seek": outcome, "first offsets": sorted(first.items())}
+
+    compare("seek in on_assign", scenario, cluster)
