@@ -41,6 +41,7 @@ from .member.model import (
     TopicIdPartition,
 )
 from .runtime.member_runtime import MemberRuntime
+from .statistics import GroupStatistics
 
 log = logging.getLogger("kconsumer")
 
@@ -132,6 +133,8 @@ class AppThread:
         self.state = AppState()
         self.callbacks = Callbacks()
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
+        #: stats_cb's group statistics, told of every rebalance step (None without stats_cb).
+        self.statistics: GroupStatistics | None = None
         #: enable.auto.offset.store: commits carry the fetch positions (else what was stored).
         self.auto_store = runtime.config.enable_auto_offset_store
 
@@ -266,6 +269,8 @@ class AppThread:
         return True
 
     def _stop(self, work: StopFetching) -> None:
+        if self.statistics is not None and work.partitions:
+            self.statistics.rebalanced()
         positions = self.positions(work.partitions)
         reported = positions if self.auto_store else self.commit_offsets(work.partitions)
         keys = [(tp.topic, tp.partition) for tp in work.partitions]
@@ -308,6 +313,8 @@ class AppThread:
             return {}
 
     def _start(self, work: StartFetching) -> None:
+        if self.statistics is not None and work.positions:
+            self.statistics.rebalanced()
         resolved = self._resolve_resets(work)
         assign = []
         for position in work.positions:
@@ -318,6 +325,8 @@ class AppThread:
             self.state.stored.pop(key, None)  # a regained partition starts afresh
             self.state.last_committed.pop(key, None)
             chosen = self.state.start_at.pop(key, None)
+            if isinstance(position.offset, int):  # the group's committed offset
+                self.state.last_committed[key] = position.offset
             offset = position.offset if chosen is None else chosen
             if offset is OffsetReset.NONE:
                 self.state.awaiting_seek[key] = tp

@@ -63,7 +63,7 @@ class Run:
     def consumer(self, group: str, **settings: Any) -> Any:
         """A consumer of this implementation: earliest reset, no auto-commit unless `settings`
         (dots written as underscores, except
-        the ``on_*`` callbacks) say otherwise."""
+        the ``on_*`` and ``*_cb`` callbacks) say otherwise."""
         conf: dict[str, Any] = {
             "bootstrap.servers": self.cluster.bootstrap_servers,
             "group.id": group,
@@ -73,7 +73,7 @@ class Run:
         }
         conf.update(
             {
-                key if key.startswith("on_") else key.replace("_", "."): value
+                key if key.startswith("on_") or key.endswith("_cb") else key.replace("_", "."): value
                 for key, value in settings.items()
             }
         )
