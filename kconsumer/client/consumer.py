@@ -27,9 +27,10 @@ from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
 from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
-from .member.model import LeaveReason, PartitionOffset, TopicIdPartition
+from .member.model import LeaveReason, TopicIdPartition
 from .member.queries import QueryTimedOutError
 from .member.state import MemberState
+from .offset_arguments import commit_offsets, offsets_argument
 from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
@@ -353,28 +354,11 @@ class Consumer:
         asynchronous ones report to on_commit. Offsets of partitions this member does not own
         are never committed (CommitFailedError)."""
         runtime, app = self._group()
-        if message is not None and offsets is not None:
-            raise ValueError("pass either message or offsets, not both")
-        if message is not None:
-            if message.error() is not None:
-                raise ValueError("cannot commit an error event")
-            topic, partition, offset = message.topic(), message.partition(), message.offset()
-            if topic is None or partition is None or offset is None:
-                raise ValueError("the message has no topic, partition or offset")
-            offsets = [TopicPartition(topic, partition, offset + 1)]
+        offsets = offsets_argument(message, offsets, "commit")
         if offsets is None:
             explicit = tuple(app.commit_offsets(app.state.committable()).values())
         else:
-            explicit = tuple(
-                PartitionOffset(
-                    self._topic_id_partition(tp.topic, tp.partition),
-                    tp.offset,
-                    tp.leader_epoch if tp.leader_epoch is not None and tp.leader_epoch >= 0 else None,
-                    tp.metadata or "",
-                )
-                for tp in offsets
-                if tp.offset >= 0
-            )
+            explicit = commit_offsets(offsets, self._topic_id_partition)
         if not explicit:
             error = KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored")
             if not asynchronous:
@@ -406,19 +390,13 @@ class Consumer:
         _runtime, app = self._group()
         if message is None and offsets is None:
             raise ValueError("expected either message or offsets")
-        if message is not None and offsets is not None:
-            raise ValueError("message and offsets are mutually exclusive")
+        offsets = offsets_argument(message, offsets, "store_offsets")
         if app.auto_store:
             raise KafkaException(
                 KafkaError(
                     KafkaError._INVALID_ARG, "StoreOffsets failed: Local: Invalid argument or configuration"
                 )
             )
-        if message is not None:
-            topic, partition, offset = message.topic(), message.partition(), message.offset()
-            if message.error() is not None or topic is None or partition is None or offset is None:
-                raise ValueError("the message has no topic, partition or offset to store")
-            offsets = [TopicPartition(topic, partition, offset + 1, leader_epoch=message.leader_epoch())]
         assert offsets is not None
         if offsets and app.store(offsets) == 0:
             raise KafkaException(KafkaError(KafkaError._STATE, "StoreOffsets failed: Local: Erroneous state"))

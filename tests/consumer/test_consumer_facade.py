@@ -320,7 +320,7 @@ def test_commit_with_nothing_to_commit(
     with pytest.raises(KafkaException) as raised:
         consumer.commit(asynchronous=False)
     assert raised.value.args[0].code() == KafkaError._NO_OFFSET
-    with pytest.raises(ValueError, match="either message or offsets"):
+    with pytest.raises(ValueError, match="message and offsets are mutually exclusive"):
         consumer.commit(message=object(), offsets=[])  # type: ignore[arg-type]
 
 
