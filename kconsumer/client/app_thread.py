@@ -40,6 +40,7 @@ from .member.model import (
     PartitionOffset,
     TopicIdPartition,
 )
+from .member.state import MemberState
 from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
 
@@ -223,6 +224,28 @@ class AppThread:
             elif key in self.state.stopped:
                 result[key] = self.state.stopped[key]
         return result
+
+    # -- what stats_cb reads (statistics.MemberView) ------------------------------------------------
+
+    def member_state(self) -> MemberState:
+        """Where the member is in the group."""
+        return self.runtime.state
+
+    def owned_keys(self) -> set[Key]:
+        """The partitions the member owns."""
+        return set(self.state.owned)
+
+    def committed_offset(self, key: Key) -> int | None:
+        """The group's committed offset of an owned partition, as far as this member knows."""
+        return self.state.last_committed.get(key)
+
+    def stored_offset(self, key: Key) -> int | None:
+        """The offset the next commit of `key` would carry."""
+        if not self.auto_store:
+            found = self.state.stored.get(key)
+            return None if found is None else found.offset
+        position = self._fetcher.positions([key]).get(key)
+        return None if position is None else position[0]
 
     def commit_offsets(self, partitions: tuple[TopicIdPartition, ...]) -> dict[Key, PartitionOffset]:
         """The offsets a commit of `partitions` carries: their positions, or with

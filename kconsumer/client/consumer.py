@@ -29,7 +29,6 @@ from .local_assignors import LocalAssignors
 from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, TopicIdPartition
 from .member.queries import QueryTimedOutError
-from .member.state import MemberState
 from .offset_arguments import commit_offsets, offsets_argument
 from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
@@ -84,7 +83,8 @@ class Consumer:
         rd_config = self._config.librdkafka_config()
         self._statistics: GroupStatistics | None = None
         if fetch and self._config.group_id is not None and callable(rd_config.get("stats_cb")):
-            self._statistics = self._group_statistics()
+            isolation = self._config.librdkafka_passthrough.get("isolation.level")
+            self._statistics = GroupStatistics(read_committed=isolation == "read_committed")
             rd_config["stats_cb"] = self._statistics.wrap(rd_config["stats_cb"])
         self._fetcher: Fetcher | MembershipOnlyFetcher = (
             Fetcher(rd_config, self._config.group_id) if fetch else MembershipOnlyFetcher()
@@ -101,6 +101,8 @@ class Consumer:
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
             self._app.statistics = self._statistics
+            if self._statistics is not None:
+                self._statistics.member = self._app
             if self._assignors is not None:
                 self._app.callbacks.on_assignment = self._on_assignment
         self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
@@ -112,30 +114,6 @@ class Consumer:
         self._buffer = self._fetcher.buffer
         self._rd_poll = self._fetcher.poll
         self._rd_consume = self._fetcher.consume
-
-    def _group_statistics(self) -> GroupStatistics:
-        """stats_cb's group fields from this member (read on the application thread)."""
-
-        def state() -> MemberState:
-            return MemberState.UNSUBSCRIBED if self._runtime is None else self._runtime.state
-
-        def owned() -> set[tuple[str, int]]:
-            return set() if self._app is None else set(self._app.state.owned)
-
-        def committed(key: tuple[str, int]) -> int | None:
-            return None if self._app is None else self._app.state.last_committed.get(key)
-
-        def stored(key: tuple[str, int]) -> int | None:
-            if self._app is None:
-                return None
-            if not self._app.auto_store:
-                found = self._app.state.stored.get(key)
-                return None if found is None else found.offset
-            position = self._fetcher.positions([key]).get(key)
-            return None if position is None else position[0]
-
-        isolation = self._config.librdkafka_passthrough.get("isolation.level")
-        return GroupStatistics(state, owned, committed, stored, read_committed=isolation == "read_committed")
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .member.state import MemberState
 
@@ -37,22 +37,29 @@ JOIN_STATES: dict[MemberState, str] = {
 }
 
 
+class MemberView(Protocol):
+    """What the statistics read from the member (the application thread's view of it)."""
+
+    def member_state(self) -> MemberState:
+        """Where the member is in the group."""
+
+    def owned_keys(self) -> set[Key]:
+        """The partitions it owns."""
+
+    def committed_offset(self, key: Key) -> int | None:
+        """The group's committed offset of an owned partition, as far as the member knows."""
+
+    def stored_offset(self, key: Key) -> int | None:
+        """The offset the next commit of the partition would carry."""
+
+
 class GroupStatistics:
     """Counts rebalances and rewrites the group fields of librdkafka's statistics."""
 
-    def __init__(
-        self,
-        member_state: Callable[[], MemberState],
-        owned: Callable[[], set[Key]],
-        committed: Callable[[Key], int | None],
-        stored: Callable[[Key], int | None],
-        read_committed: bool,
-    ) -> None:
-        self._member_state = member_state
-        self._owned = owned
-        self._committed = committed
-        self._stored = stored
+    def __init__(self, read_committed: bool) -> None:
         self._read_committed = read_committed
+        #: The member, once the consumer has one (statistics before that keep librdkafka's fields).
+        self.member: MemberView | None = None
         self._rebalances = 0
         self._last_rebalance = time.monotonic()
         self._started = time.monotonic()
@@ -72,17 +79,20 @@ class GroupStatistics:
 
     def rewrite(self, text: str) -> str:
         """The statistics JSON `text` with the group's fields filled in."""
+        member = self.member
         try:
             stats = json.loads(text)
         except ValueError:
             return text
+        if member is None:
+            return text
         now = time.monotonic()
-        owned = self._owned()
+        owned = member.owned_keys()
         stats["cgrp"] = {
             **stats.get("cgrp", {}),
             "state": "up",
             "stateage": int((now - self._started) * 1000),
-            "join_state": JOIN_STATES[self._member_state()],
+            "join_state": JOIN_STATES[member.member_state()],
             "rebalance_age": int((now - self._last_rebalance) * 1000),
             "rebalance_cnt": self._rebalances,
             "assignment_size": len(owned),
@@ -91,12 +101,12 @@ class GroupStatistics:
             for partition_id, partition in topic_stats.get("partitions", {}).items():
                 key = (topic, int(partition_id))
                 if key in owned:
-                    self._rewrite_partition(key, partition)
+                    self._rewrite_partition(member, key, partition)
         return json.dumps(stats)
 
-    def _rewrite_partition(self, key: Key, partition: dict[str, Any]) -> None:
-        committed = self._committed(key)
-        stored = self._stored(key)
+    def _rewrite_partition(self, member: MemberView, key: Key, partition: dict[str, Any]) -> None:
+        committed = member.committed_offset(key)
+        stored = member.stored_offset(key)
         end = partition.get("ls_offset" if self._read_committed else "hi_offset", -1)
         partition["committed_offset"] = -1001 if committed is None else committed
         partition["stored_offset"] = -1001 if stored is None else stored
