@@ -23,6 +23,7 @@ from ..protocol.uuid import ZERO_UUID, Uuid
 from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
+from .group_metadata import serialized_group_metadata
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
@@ -492,6 +493,21 @@ class Consumer:
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata (confluent-kafka's ClusterMetadata)."""
         return self._handle("list_topics").list_topics(topic, timeout)
+
+    def consumer_group_metadata(self) -> bytes:
+        """This member's group metadata (group id, member id, epoch as the generation, instance
+        id) for a transactional producer's ``send_offsets_to_transaction``, in confluent-kafka's
+        form (`group_metadata`)."""
+        runtime, _app = self._group()
+        epoch = runtime.member_epoch if runtime.member_epoch > 0 else -1
+        assert self._config.group_id is not None
+        return serialized_group_metadata(
+            self._config.group_id, epoch, self._member_id, self._config.group_instance_id
+        )
+
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The cluster id from the brokers' metadata (as confluent-kafka's)."""
+        return self._handle("cluster_id").cluster_id(timeout)  # type: ignore[no-any-return]
 
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float | None = None, cached: bool = False

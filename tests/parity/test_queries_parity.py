@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Any
 
+import confluent_kafka
 from confluent_kafka import KafkaException, TopicPartition
 from parity_harness import Run, compare, read
 
+from kconsumer.broker.server.config import DEFAULT_CLUSTER_ID
 from kconsumer.testing import ReferenceCluster
 
 
@@ -91,3 +94,49 @@ def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> N
         return {"error events": events, "callbacks": calls}
 
     compare("poll interval overrun", scenario, cluster)
+
+
+def _parse_group_metadata(data: bytes) -> dict[str, Any]:
+    """librdkafka's serialised group metadata, field by field (see kconsumer/client/group_metadata.py)."""
+    assert data.startswith(b"CGMDv2:")
+    generation = int.from_bytes(data[7:11], sys.byteorder, signed=True)
+    group, member, rest = data[11:].split(b"\x00", 2)
+    instance = None if rest == b"\x01" else rest[1:-1].decode()
+    return {
+        "generation": generation,
+        "group": group.decode(),
+        "member": member.decode(),
+        "instance": instance,
+    }
+
+
+def test_consumer_group_metadata_for_transactions(cluster: ReferenceCluster) -> None:
+    """The same fields (this member's id, its epoch once in the group, the instance id), and
+    librdkafka's transactional producer reads them (it answers _NOT_CONFIGURED for a producer
+    without transactional.id, not _BAD_MSG)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("cgmd", 1, records=1), run.group("cgmd")
+        consumer = run.consumer(group, group_instance_id=f"instance-{run.implementation}")
+        before = _parse_group_metadata(consumer.consumer_group_metadata())
+        consumer.subscribe([topic])
+        read(consumer, 1)
+        data = consumer.consumer_group_metadata()
+        after = _parse_group_metadata(data)
+        producer = confluent_kafka.Producer({"bootstrap.servers": run.cluster.bootstrap_servers})
+        try:
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, 1)], data, 1)
+            read_back: Any = "accepted"
+        except KafkaException as exc:
+            read_back = exc.args[0].code()
+        return {
+            "generation before joining": before["generation"],
+            "group": after["group"] == group,
+            "member is memberid()": after["member"] == consumer.memberid(),
+            "in the group": after["generation"] > 0,
+            "instance": after["instance"] == f"instance-{run.implementation}",
+            "librdkafka reads it": read_back,
+            "cluster id": consumer.cluster_id(10) == DEFAULT_CLUSTER_ID,
+        }
+
+    compare("consumer_group_metadata", scenario, cluster)
