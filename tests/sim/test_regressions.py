@@ -90,6 +90,20 @@ def test_every_reverted_fix_has_a_seed_or_a_scenario() -> None:
     assert not set(REGRESSIONS) & set(SCENARIOS)
 
 
+#: Seeds that reported a violation no fix was tied to, kept so that they keep passing. 778117
+#: reported "t1-0 committed 18 after 34" (a member's commit after regaining a partition used a
+#: position from before it lost it); on the session-driven simulation it passes, the sweep of
+#: 770000-790000 around it is clean, and the facade forgets a regained partition's stopped and
+#: stored positions and its last commit (tests/parity/, tests/consumer/).
+WATCHED_SEEDS = [778117]
+
+
+@pytest.mark.parametrize("seed", WATCHED_SEEDS)
+def test_watched_seed_passes(seed: int) -> None:
+    result = run_seed(seed)
+    assert result.ok, result.report()
+
+
 @pytest.mark.parametrize("seed", HARNESS_SEEDS)
 def test_harness_seed_passes(seed: int) -> None:
     result = run_seed(seed)
