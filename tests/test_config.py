@@ -340,9 +340,15 @@ def test_librdkafka_config_for_the_inner_handle() -> None:
         "auto.offset.reset": "error",
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
+        "fetch.queue.backoff.ms": 20,
         "debug": "fetch",
     }
     assert make(auto__offset__reset="smallest").librdkafka_config()["auto.offset.reset"] == "earliest"
+
+
+def test_the_fetch_handle_defaults_yield_to_the_application() -> None:
+    assert make().librdkafka_config()["fetch.queue.backoff.ms"] == 20
+    assert make(fetch__queue__backoff__ms=1000).librdkafka_config()["fetch.queue.backoff.ms"] == 1000
 
 
 # -- the member core's configuration ------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer as RdKafkaConsumer
 from confluent_kafka import KafkaError, TopicPartition
 
+from ..client.config import FETCH_HANDLE_DEFAULTS
 from .offsets import OffsetRange
 from .rows import BatchBuilder
 
@@ -51,8 +52,9 @@ class RangeReadError(RuntimeError):
 
 
 def reader_config(client_config: Mapping[str, Any], fail_on_data_loss: bool) -> dict[str, Any]:
-    """The librdkafka settings of an executor's reading handle."""
-    config = dict(client_config)
+    """The librdkafka settings of an executor's reading handle (with the fetch handle's defaults
+    kconsumer's consumer uses, unless the client settings choose otherwise)."""
+    config = {**FETCH_HANDLE_DEFAULTS, **client_config}
     config.update(
         {
             # librdkafka requires a group id on a consumer handle; this one never joins or commits.
