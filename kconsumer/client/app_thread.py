@@ -113,7 +113,7 @@ class AppState:
     #: Error events poll()/consume() hand out as messages (confluent-kafka's error messages).
     error_events: list[Message] = field(default_factory=list)
     #: on_commit reports decided on this thread, delivered by the next poll like the others.
-    commit_reports: list[tuple[KafkaError, list[TopicPartition]]] = field(default_factory=list)
+    commit_reports: list[tuple[KafkaError | None, list[TopicPartition]]] = field(default_factory=list)
 
     def committable(self) -> tuple[TopicIdPartition, ...]:
         """What a commit of "every owned partition" covers: the owned ones and, inside

@@ -27,6 +27,7 @@ from .group_metadata import serialized_group_metadata
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
+from .manual_assignment import ManualAssignment
 from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, TopicIdPartition
 from .member.queries import QueryTimedOutError
@@ -91,6 +92,10 @@ class Consumer:
             Fetcher(rd_config, self._config.group_id) if fetch else MembershipOnlyFetcher()
         )
         self._closed = False
+        self._subscribed = False
+        self._manual = ManualAssignment(
+            self._fetcher, self._config.auto_offset_reset, has_group=self._config.group_id is not None
+        )
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
         self._background: BackgroundLoop | None = None
@@ -181,6 +186,11 @@ class Consumer:
         if listener is not None and any(cb is not None for cb in (on_assign, on_revoke, on_lost)):
             raise ValueError("pass either a listener or on_assign/on_revoke/on_lost callbacks, not both")
         names, pattern = _subscription(topics)
+        if self._manual.partitions:
+            raise KafkaException(
+                KafkaError(KafkaError._STATE, "subscribe(): unassign() the manual assignment first")
+            )
+        self._subscribed = True
         app.callbacks = Callbacks(on_assign, on_revoke, on_lost, listener, app.callbacks.on_assignment)
         runtime.post(Subscribe(topics=names, pattern=pattern, callbacks=app.callbacks.kinds()))
 
@@ -190,6 +200,7 @@ class Consumer:
         app.state.leaves.discard(LeaveReason.UNSUBSCRIBE)
         runtime.post(Unsubscribe())
         self._wait(lambda a: LeaveReason.UNSUBSCRIBE in a.state.leaves, DEFAULT_API_TIMEOUT_S)
+        self._subscribed = False
 
     def enforce_rebalance(self) -> None:
         """Does nothing: with the consumer protocol the coordinator decides when to rebalance (as
@@ -334,8 +345,10 @@ class Consumer:
         are never committed (CommitFailedError)."""
         runtime, app = self._group()
         offsets = offsets_argument(message, offsets, "commit")
+        manual = not self._subscribed and bool(self._manual.partitions)
         if offsets is None:
-            explicit = tuple(app.commit_offsets(app.state.committable()).values())
+            owned = app.commit_offsets(app.state.committable()).values()
+            explicit = self._manual.positions() if manual else tuple(owned)
         else:
             explicit = commit_offsets(offsets, self._topic_id_partition)
         if not explicit:
@@ -345,6 +358,8 @@ class Consumer:
             if app.on_commit is not None and offsets:
                 app.state.commit_reports.append((error, list(offsets)))
             return None
+        if manual:
+            return self._manual.commit(runtime, app, explicit, asynchronous)
         self._commit_tokens += 1
         token = self._commit_tokens
         app.state.requested[token] = explicit
@@ -421,66 +436,63 @@ class Consumer:
         self._fetcher.seek(partition)
 
     def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
-        """Inside on_assign, as confluent-kafka's KIP-848 consumer allows: start the partitions
-        being assigned at the offsets given (OFFSET_BEGINNING/OFFSET_END too; OFFSET_INVALID
-        keeps the committed offset). The member assigns them itself; outside on_assign this
-        raises KafkaException(_STATE) (the coordinator assigns partitions; manual assignment
-        without a group is not supported yet)."""
+        """Without a subscription: start fetching `partitions` as well (manual assignment, see
+        `manual_assignment`). Inside on_assign, as confluent-kafka's KIP-848 consumer allows:
+        start the partitions being assigned at the offsets given (OFFSET_BEGINNING/OFFSET_END
+        too; OFFSET_INVALID keeps the committed offset). Subscribed, elsewhere: _STATE."""
         if self._app is not None and self._app.choose_start(partitions):
             return
-        raise KafkaException(
-            KafkaError(
-                KafkaError._STATE,
-                "incremental_assign()/assign() are accepted inside on_assign, for the partitions being "
-                "assigned (to choose their start offsets); the consumer group assigns partitions",
-            )
-        )
+        self._manual_allowed("incremental_assign")
+        self._manual.add(partitions)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
-        """Inside on_assign: the same as `incremental_assign` (see there)."""
-        self.incremental_assign(partitions)
+        """Without a subscription: fetch exactly `partitions` (manual assignment). Inside
+        on_assign: as `incremental_assign`."""
+        if self._app is not None and self._app.choose_start(partitions):
+            return
+        self._manual_allowed("assign")
+        self._manual.replace(partitions)
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
-        """Inside on_revoke or on_lost: accepted and nothing to do (the member gives the
-        partitions up itself once the callback returns). Elsewhere KafkaException(_STATE)."""
-        state = None if self._app is None else self._app.state
-        keys = {(tp.topic, tp.partition) for tp in partitions}
-        if (
-            state is not None
-            and (state.revoking or state.losing)
-            and keys <= set(state.revoking) | set(state.losing)
-        ):
+        """Without a subscription: stop fetching `partitions`. Inside on_revoke or on_lost:
+        accepted, nothing to do (the member gives them up when the callback returns)."""
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        if self._in_release_callback(keys):
             return
-        raise KafkaException(
-            KafkaError(
-                KafkaError._STATE,
-                "incremental_unassign()/unassign() are accepted inside on_revoke/on_lost only; the "
-                "consumer group revokes partitions",
-            )
-        )
+        self._manual_allowed("incremental_unassign")
+        self._manual.remove(keys)
 
     def unassign(self) -> None:
-        """Inside on_revoke or on_lost: accepted (see `incremental_unassign`)."""
+        """Without a subscription: stop fetching every manually assigned partition. Inside
+        on_revoke or on_lost: accepted (see `incremental_unassign`)."""
+        if self._in_release_callback([]):
+            return
+        self._manual_allowed("unassign")
+        self._manual.remove(list(self._manual.partitions))
+
+    def _in_release_callback(self, keys: list[tuple[str, int]]) -> bool:
         state = None if self._app is None else self._app.state
-        self.incremental_unassign(
-            [] if state is None else [TopicPartition(t, p) for t, p in (*state.revoking, *state.losing)]
-        )
+        if state is None or not (state.revoking or state.losing):
+            return False
+        return set(keys) <= set(state.revoking) | set(state.losing)
 
-    def pause(self, partitions: Sequence[TopicPartition]) -> None:
-        """Stop returning records of `partitions` (they stay assigned)."""
-        self._fetcher.pause(partitions)
-
-    def resume(self, partitions: Sequence[TopicPartition]) -> None:
-        """Undo `pause`."""
-        self._fetcher.resume(partitions)
-
-    # -- introspection --------------------------------------------------------------------------------
+    def _manual_allowed(self, method: str) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+        if self._subscribed:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._STATE,
+                    f"{method}(): the consumer group assigns the partitions of a subscription (inside "
+                    "on_assign/on_revoke the partitions of the rebalance are accepted); unsubscribe() "
+                    "first to assign partitions manually",
+                )
+            )
 
     def assignment(self) -> list[TopicPartition]:
         """The partitions this consumer owns now."""
-        if self._app is None:
-            return []
-        return [TopicPartition(t, p) for t, p in sorted(self._app.state.owned)]
+        owned = set() if self._app is None else set(self._app.state.owned)
+        return [TopicPartition(t, p) for t, p in sorted(owned | set(self._manual.partitions))]
 
     def memberid(self) -> str:
         """This member's id (generated by the client, kept for the life of the consumer)."""

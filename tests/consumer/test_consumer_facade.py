@@ -509,3 +509,24 @@ def test_assignment_calls_outside_rebalance_callbacks_are_refused(
             call()
         assert raised.value.args[0].code() == KafkaError._STATE
     assert consumer.assignment() == owned
+
+
+def test_a_consumer_without_group_reads_what_it_assigns(shared: ReferenceCluster, topic: str) -> None:
+    """No group.id: assign() fetches the partitions named (OFFSET_INVALID starts at
+    auto.offset.reset, there being no committed offset), and group operations say group.id is
+    needed."""
+    consumer = Consumer({"bootstrap.servers": shared.bootstrap_servers, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1, 3)])
+        assert [(tp.topic, tp.partition) for tp in consumer.assignment()] == [(topic, 0), (topic, 1)]
+        first: dict[int, int] = {}
+        for message in read(consumer, 5 + 2):
+            first.setdefault(message.partition(), message.offset())
+        assert first == {0: 0, 1: 3}
+        with pytest.raises(ConfigError) as raised:
+            consumer.commit(asynchronous=False)
+        assert raised.value.key == "group.id"
+        consumer.unassign()
+        assert consumer.assignment() == []
+    finally:
+        consumer.close()

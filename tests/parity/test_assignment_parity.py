@@ -62,3 +62,35 @@ def test_seek_in_on_assign(cluster: ReferenceCluster) -> None:
         return {"seek": outcome, "first offsets": sorted(first.items())}
 
     compare("seek in on_assign", scenario, cluster)
+
+
+def test_manual_assignment_without_subscribing(cluster: ReferenceCluster) -> None:
+    """assign()/incremental_assign()/unassign() without a subscription: the consumer fetches the
+    partitions it names (OFFSET_INVALID: from the committed offset), commits without joining the
+    group, and committed() reads the commits back."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("manual", 3, records=10), run.group("manual")
+        seeder = run.consumer(group)
+        seeder.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        read(seeder, 2)
+        seeder.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
+        seeder.close()
+
+        consumer = run.consumer(group)
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1, 3)])
+        seen: dict[str, Any] = {"assignment": [(tp.partition) for tp in consumer.assignment()]}
+        seen["first offsets"] = sorted(_first_offsets(consumer, 4 + 7).items())
+        consumer.incremental_assign([TopicPartition(topic, 2, 8)])
+        seen["after incremental_assign"] = sorted(_first_offsets(consumer, 2).items())
+        done = consumer.commit(asynchronous=False)
+        seen["commit"] = sorted((tp.partition, tp.offset) for tp in done or [])
+        found = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
+        seen["committed"] = [(tp.partition, tp.offset) for tp in found]
+        consumer.incremental_unassign([TopicPartition(topic, 1)])
+        seen["after incremental_unassign"] = [tp.partition for tp in consumer.assignment()]
+        consumer.unassign()
+        seen["after unassign"] = consumer.assignment()
+        return seen
+
+    compare("manual assignment", scenario, cluster)

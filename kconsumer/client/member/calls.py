@@ -145,15 +145,17 @@ class HeartbeatCall(Call):
 
 @dataclass
 class CommitCall(Call):
-    """The core's OffsetCommit `core_id` (member id and epoch; v9+, by topic id from v10)."""
+    """An OffsetCommit (v9+, by topic id from v10): the core's `core_id` (member id and epoch),
+    or the application's manual-assignment commit `token` (no member id, epoch -1)."""
 
     to_coordinator: ClassVar[bool] = True
-    core_id: int
+    core_id: int | None
     group_id: str
     member_id: str
     member_epoch: int
     instance_id: str | None
     offsets: tuple[PartitionOffset, ...]
+    token: int | None = None
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
         version = common_version(ApiKey.OFFSET_COMMIT, versions, BY_ID_VERSION)

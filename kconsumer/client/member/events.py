@@ -249,6 +249,18 @@ class CommittedOffsetsQuery(Event):
 
 
 @dataclass(frozen=True)
+class CommitOffsetsQuery(Event):
+    """The application commits `offsets` outside the group (manual assignment): an OffsetCommit
+    with no member id and epoch -1, as Kafka accepts for a group with no member. Topics named
+    only (the zero id) get their id from Metadata. Retriable failures are retried until
+    `deadline_ms`; the answer (`AnswerQuery(token)`) is the ErrorCode."""
+
+    token: int
+    offsets: tuple[PartitionOffset, ...]
+    deadline_ms: int
+
+
+@dataclass(frozen=True)
 class OffsetsQuery(Event):
     """The application asks for the offsets at timestamps (-2 earliest, -1 latest) of (topic,
     partition) pairs, from their leaders (ListOffsets). The answer is a dict of the partitions

@@ -1,11 +1,13 @@
 """The application's questions to the cluster, answered by the session (sans-IO): the group's
-committed offsets (``Consumer.committed()``) and the offsets at timestamps (reset positions).
+committed offsets (``Consumer.committed()``), commits outside the group (manual assignment) and
+the offsets at timestamps (reset positions).
 
-* **Committed offsets**: topic names are turned into ids (Metadata when one is unknown), then an
-  OffsetFetch without member id or epoch goes to the coordinator, so it works from any state.
-  Retriable errors, coordinator moves and lost connections are retried after
-  ``retry.backoff.ms`` until the query's deadline, as Kafka's ``committed()`` does; the answer is
-  the last error code with the offsets found, or a timeout.
+* **Committed offsets** and **commits outside the group**: topic names are turned into ids
+  (Metadata when one is unknown), then an OffsetFetch or OffsetCommit without member id or epoch
+  goes to the coordinator, so it works from any state. Retriable errors, coordinator moves and
+  lost connections are retried after ``retry.backoff.ms`` until the query's deadline, as Kafka's
+  ``committed()`` and ``commitSync()`` do; the answer is the last error code (with the offsets
+  found, for a fetch), or a timeout.
 * **Offsets at timestamps**: leaders are learnt from Metadata when unknown, one ListOffsets goes to
   each leader, and the answer holds every partition that succeeded by the deadline.
 """
@@ -16,11 +18,11 @@ from dataclasses import dataclass, field
 
 from ...errors import ErrorCode, KConsumerError
 from ...protocol.uuid import ZERO_UUID
-from .calls import Call, ForQuery, ListOffsetsCall, MetadataCall, OffsetFetchCall
+from .calls import Call, CommitCall, ForQuery, ListOffsetsCall, MetadataCall, OffsetFetchCall
 from .cluster import ClusterView, Key
 from .effects import AnswerQuery, Node
 from .errors import COORDINATOR_ERRORS
-from .events import CommittedOffsetsQuery, OffsetsQuery
+from .events import CommitOffsetsQuery, CommittedOffsetsQuery, OffsetsQuery
 from .model import PartitionOffset, TopicIdPartition
 
 
@@ -30,7 +32,9 @@ class QueryTimedOutError(KConsumerError):
 
 @dataclass
 class _Committed:
-    query: CommittedOffsetsQuery
+    """A query to the coordinator: a committed-offsets fetch or a commit outside the group."""
+
+    query: CommittedOffsetsQuery | CommitOffsetsQuery
     retry_at: int | None = None
     last_error: ErrorCode = ErrorCode.NONE
 
@@ -61,17 +65,27 @@ class Queries:
         self._committed: dict[int, _Committed] = {}
         self._offsets: dict[int, _Offsets] = {}
 
-    # -- committed offsets ----------------------------------------------------------------------
+    # -- committed offsets, and commits outside the group ------------------------------------------
 
-    def ask_committed(self, query: CommittedOffsetsQuery, cluster: ClusterView) -> Progress:
-        """Start a committed-offsets query."""
+    def ask_group_offsets(
+        self, query: CommittedOffsetsQuery | CommitOffsetsQuery, cluster: ClusterView
+    ) -> Progress:
+        """Start a committed-offsets query, or a commit outside the group."""
         self._committed[query.token] = _Committed(query)
-        missing = sorted({topic for topic, _p in query.partitions if topic not in cluster.topic_ids})
+        if isinstance(query, CommittedOffsetsQuery):
+            topics = {topic for topic, _p in query.partitions}
+        else:
+            topics = {o.partition.topic for o in query.offsets if o.partition.topic_id == ZERO_UUID}
+        missing = sorted(topic for topic in topics if topic not in cluster.topic_ids)
         if missing:
             return Progress(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
         return self._fetch(query, cluster)
 
-    def _fetch(self, query: CommittedOffsetsQuery, cluster: ClusterView) -> Progress:
+    def _fetch(self, query: CommittedOffsetsQuery | CommitOffsetsQuery, cluster: ClusterView) -> Progress:
+        if isinstance(query, CommitOffsetsQuery):
+            offsets = tuple(_identified(o, cluster) for o in query.offsets)
+            commit = CommitCall(None, self._group_id, "", -1, None, offsets, token=query.token)
+            return Progress(to_coordinator=[commit])
         partitions = tuple(
             TopicIdPartition(cluster.topic_ids.get(topic, ZERO_UUID), topic, partition)
             for topic, partition in query.partitions
@@ -83,6 +97,13 @@ class Queries:
         self, token: int, code: ErrorCode, offsets: tuple[PartitionOffset, ...], now_ms: int
     ) -> Progress:
         """An OffsetFetch of query `token` answered (or failed, with `code`)."""
+        return self._coordinator_result(token, code, now_ms, (code, offsets))
+
+    def commit_result(self, token: int | None, code: ErrorCode, now_ms: int) -> Progress:
+        """An OffsetCommit of query `token` answered (or failed, with `code`)."""
+        return Progress() if token is None else self._coordinator_result(token, code, now_ms, code)
+
+    def _coordinator_result(self, token: int, code: ErrorCode, now_ms: int, answer: object) -> Progress:
         state = self._committed.get(token)
         if state is None:
             return Progress()
@@ -91,7 +112,7 @@ class Queries:
             state.retry_at, state.last_error = now_ms + self._backoff_ms, code
             return Progress()
         del self._committed[token]
-        return Progress(answers=[AnswerQuery(token, (code, offsets))])
+        return Progress(answers=[AnswerQuery(token, answer)])
 
     # -- offsets at timestamps ------------------------------------------------------------------
 
@@ -148,7 +169,8 @@ class Queries:
         for token, state in list(self._committed.items()):
             if now_ms >= state.query.deadline_ms:
                 del self._committed[token]
-                error = QueryTimedOutError(f"committed offsets: no answer in time ({state.last_error.name})")
+                what = "committed offsets" if isinstance(state.query, CommittedOffsetsQuery) else "commit"
+                error = QueryTimedOutError(f"{what}: no answer in time ({state.last_error.name})")
                 out.answers.append(AnswerQuery(token, error=error))
             elif state.retry_at is not None and now_ms >= state.retry_at:
                 state.retry_at = None
@@ -165,3 +187,12 @@ class Queries:
         times += [s.retry_at for s in self._committed.values() if s.retry_at is not None]
         times += [s.query.deadline_ms for s in self._offsets.values()]
         return min(times) if times else None
+
+
+def _identified(offset: PartitionOffset, cluster: ClusterView) -> PartitionOffset:
+    """`offset` with its topic id from the cluster view when it was named only."""
+    tp = offset.partition
+    if tp.topic_id != ZERO_UUID:
+        return offset
+    known = TopicIdPartition(cluster.topic_ids.get(tp.topic, ZERO_UUID), tp.topic, tp.partition)
+    return PartitionOffset(known, offset.offset, offset.leader_epoch, offset.metadata)

@@ -292,7 +292,10 @@ class MemberSession:
         self._step(self._assignment.on_assigned(event.run_id, event.result, event.error))
 
     def _on_committed_query(self, event: ev.CommittedOffsetsQuery) -> None:
-        self._progress(self._queries.ask_committed(event, self.cluster))
+        self._progress(self._queries.ask_group_offsets(event, self.cluster))
+
+    def _on_commit_query(self, event: ev.CommitOffsetsQuery) -> None:
+        self._progress(self._queries.ask_group_offsets(event, self.cluster))
 
     def _on_offsets_query(self, event: ev.OffsetsQuery) -> None:
         self._progress(self._queries.ask_offsets(event, self.cluster))
@@ -467,7 +470,10 @@ class MemberSession:
         assert isinstance(response, OffsetCommitResponse)
         code = commit_error(response)
         self._coordinator_answered(code)
-        self._feed(ev.CommitResult(call.core_id, code))
+        if call.core_id is not None:
+            self._feed(ev.CommitResult(call.core_id, code))
+        else:
+            self._progress(self._queries.commit_result(call.token, code, self._now))
 
     def _offsets_fetched(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetFetchResponse)
@@ -513,8 +519,11 @@ class MemberSession:
             self._progress(self._queries.offsets_result(call.token, {}))
         elif isinstance(call, HeartbeatCall):
             self._feed(ev.HeartbeatFailed(call.core_id, code, message))
-        elif isinstance(call, CommitCall):
+        elif isinstance(call, CommitCall) and call.core_id is not None:
             self._feed(ev.CommitResult(call.core_id, code, message))
+        elif isinstance(call, CommitCall):
+            assert call.token is not None
+            self._progress(self._queries.commit_result(call.token, code, self._now))
         elif isinstance(call, OffsetFetchCall) and call.core_id is not None:
             self._feed(ev.OffsetFetchResult(call.core_id, code, message=message))
         elif isinstance(call, OffsetFetchCall):
@@ -531,6 +540,7 @@ _HANDLERS: dict[type[ev.Event], Callable[[MemberSession, Any], None]] = {
     ev.PositionsCollected: MemberSession._on_positions,
     ev.AssignorFinished: MemberSession._on_assignor_finished,
     ev.CommittedOffsetsQuery: MemberSession._on_committed_query,
+    ev.CommitOffsetsQuery: MemberSession._on_commit_query,
     ev.OffsetsQuery: MemberSession._on_offsets_query,
 }
 

@@ -1,0 +1,101 @@
+"""Manual assignment, as confluent-kafka's `assign`/`incremental_assign`/`unassign` outside a
+consumer group: the application names the partitions, the consumer fetches them and never joins
+the group, and its commits carry no member id or epoch (`CommitOffsetsQuery`).
+
+Start offsets: an offset, ``OFFSET_BEGINNING`` or ``OFFSET_END`` as given; ``OFFSET_INVALID``
+(the default of a `TopicPartition`) means the group's committed offset, which the fetch handle
+looks up with the consumer's group.id, else ``auto.offset.reset``. Without a group.id there is no
+committed offset: ``OFFSET_INVALID`` starts at the reset position directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+
+from ..errors import ErrorCode, error_for
+from ..protocol.uuid import ZERO_UUID
+from .app_thread import AppThread, committed_partitions
+from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
+from .kafka_errors import kafka_exception
+from .member.events import CommitOffsetsQuery
+from .member.model import OffsetReset, PartitionOffset, TopicIdPartition
+from .member.queries import QueryTimedOutError
+from .runtime.member_runtime import MemberRuntime
+
+#: How long a commit outside the group may take (confluent-kafka's default API timeout).
+COMMIT_TIMEOUT_S = 60.0
+
+Key = tuple[str, int]
+
+
+class ManualAssignment:
+    """The partitions the application assigned itself."""
+
+    def __init__(self, fetcher: Fetcher | MembershipOnlyFetcher, reset: OffsetReset, has_group: bool) -> None:
+        self._fetcher = fetcher
+        self._reset = reset
+        self._has_group = has_group
+        self.partitions: dict[Key, TopicPartition] = {}
+
+    def add(self, partitions: Sequence[TopicPartition]) -> None:
+        """Start fetching `partitions` (those already assigned keep their position)."""
+        starts = []
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            if key in self.partitions:
+                continue
+            self.partitions[key] = TopicPartition(tp.topic, tp.partition)
+            starts.append(TopicPartition(tp.topic, tp.partition, self._start(tp.offset)))
+        self._fetcher.assign(starts)
+
+    def replace(self, partitions: Sequence[TopicPartition]) -> None:
+        """assign(): exactly `partitions` from now on."""
+        wanted = {(tp.topic, tp.partition) for tp in partitions}
+        self.remove([key for key in self.partitions if key not in wanted])
+        self.add(partitions)
+
+    def remove(self, keys: Sequence[Key]) -> None:
+        """Stop fetching `keys` (records fetched but not returned are dropped)."""
+        gone = [key for key in keys if self.partitions.pop(key, None) is not None]
+        if gone:
+            self._fetcher.unassign(gone)
+
+    def _start(self, offset: int) -> int:
+        if offset != OFFSET_INVALID or self._has_group:
+            return offset
+        return RESET_LATEST if self._reset is OffsetReset.LATEST else RESET_EARLIEST
+
+    def positions(self) -> tuple[PartitionOffset, ...]:
+        """What commit() without arguments commits: the position of every manually assigned
+        partition that has one."""
+        found = self._fetcher.position_of(list(self.partitions.values()))
+        return tuple(
+            PartitionOffset(TopicIdPartition(ZERO_UUID, tp.topic, tp.partition), tp.offset)
+            for tp in found
+            if tp.offset >= 0
+        )
+
+    def commit(
+        self, runtime: MemberRuntime, app: AppThread, offsets: tuple[PartitionOffset, ...], asynchronous: bool
+    ) -> list[TopicPartition] | None:
+        """Commit outside the group (no member id, epoch -1): the result, or with `asynchronous`
+        None and the outcome to on_commit from the next poll."""
+        committed = committed_partitions(offsets)
+        error: KafkaError | None = None
+        try:
+            code = runtime.ask(
+                lambda token, deadline: CommitOffsetsQuery(token, offsets, deadline), COMMIT_TIMEOUT_S
+            )
+            if code != ErrorCode.NONE:
+                error = kafka_exception(error_for(code)).args[0]
+        except (TimeoutError, QueryTimedOutError):
+            error = KafkaError(KafkaError._TIMED_OUT, "commit() timed out")
+        if asynchronous:
+            if app.on_commit is not None:
+                app.state.commit_reports.append((error, committed))
+            return None
+        if error is not None:
+            raise KafkaException(error)
+        return committed
