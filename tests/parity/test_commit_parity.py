@@ -3,6 +3,7 @@ consumer and with kconsumer on the same reference cluster (see parity_harness)."
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import Callable
@@ -182,6 +183,19 @@ def _poll_into(
                 keep.append(message)
 
 
+def _hand_over(ledger: Ledger, first: Any, second: Any) -> list[Any]:
+    """Poll both members until "second" owns partitions and a while longer; the records it got."""
+    got: list[Any] = []
+    deadline = time.monotonic() + 20
+    while not ledger.owned_by("second") and time.monotonic() < deadline:
+        _poll_into(ledger, "first", first, 0.05)
+        _poll_into(ledger, "second", second, 0.05, got)
+    for _ in range(10):
+        _poll_into(ledger, "first", first, 0.05)
+        _poll_into(ledger, "second", second, 0.05, got)
+    return got
+
+
 def test_commit_without_arguments_in_on_revoke_covers_the_revoked_partitions(
     cluster: ReferenceCluster,
 ) -> None:
@@ -198,14 +212,7 @@ def test_commit_without_arguments_in_on_revoke_covers_the_revoked_partitions(
         while ledger.count() < 20 and time.monotonic() < deadline:
             _poll_into(ledger, "first", first, 0.1)
         second = _ledger_member(run, ledger, "second", group, topic)
-        reread: list[Any] = []
-        deadline = time.monotonic() + 20
-        while not ledger.owned_by("second") and time.monotonic() < deadline:
-            _poll_into(ledger, "first", first, 0.05)
-            _poll_into(ledger, "second", second, 0.05, reread)
-        for _ in range(10):
-            _poll_into(ledger, "first", first, 0.05)
-            _poll_into(ledger, "second", second, 0.05, reread)
+        reread = _hand_over(ledger, first, second)
         moved = sorted(ledger.owned_by("second"))
         produced = {(topic, p): list(range(10)) for p in range(2)}
         ledger.check(produced)
@@ -236,19 +243,16 @@ def test_store_offsets_after_processing_keeps_at_least_once(cluster: ReferenceCl
         deadline = time.monotonic() + 20
         while len(received) < 20 and time.monotonic() < deadline:
             _poll_into(ledger, "first", first, 0.1, received)
-        processed = [m for m in received if m.offset() < 6]  # the rest is still "in flight"
+        # A worker thread processes the records; the polling thread stores the offsets of the
+        # ones it finished (the rest is still in flight when the partitions move).
+        with concurrent.futures.ThreadPoolExecutor(1) as worker:
+            finished = [worker.submit(lambda m=m: m) for m in received if m.offset() < 6]
+            processed = [future.result() for future in finished]
         for message in processed:
             first.store_offsets(message=message)
         _poll_into(ledger, "first", first, 0.5)  # an auto-commit happens
         second = _ledger_member(run, ledger, "second", group, topic, commit_in_revoke=False, **settings)
-        by_second: list[Any] = []
-        deadline = time.monotonic() + 20
-        while not ledger.owned_by("second") and time.monotonic() < deadline:
-            _poll_into(ledger, "first", first, 0.05)
-            _poll_into(ledger, "second", second, 0.05, by_second)
-        for _ in range(10):
-            _poll_into(ledger, "first", first, 0.05)
-            _poll_into(ledger, "second", second, 0.05, by_second)
+        by_second = _hand_over(ledger, first, second)
         ledger.check({(topic, p): list(range(10)) for p in range(2)})
         processed_keys = {position(m) for m in processed}
         return {
