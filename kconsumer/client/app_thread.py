@@ -353,12 +353,9 @@ class AppThread:
             offset = position.offset if chosen is None else chosen
             if offset is OffsetReset.NONE:
                 self.state.awaiting_seek[key] = tp
-                self.state.errors.append(
-                    KConsumerError(
-                        f"no committed offset for {tp} and auto.offset.reset=none: call seek() to choose "
-                        "where to start"
-                    )
-                )
+                text = f"no committed offset for {tp} and auto.offset.reset=none: seek() to choose the start"
+                error = KafkaError(KafkaError._AUTO_OFFSET_RESET, text)
+                self.state.error_events.append(Message(topic=tp.topic, partition=tp.partition, error=error))
                 continue
             if key in resolved:
                 start = resolved[key]

@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from ..errors import ConfigError, ErrorCode, KConsumerError
+from ..errors import ConfigError, ErrorCode, error_for
 from ..protocol.uuid import ZERO_UUID, Uuid
 from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions
 from .config import ConsumerConfig
@@ -411,7 +411,7 @@ class Consumer:
         except (TimeoutError, QueryTimedOutError):
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out")) from None
         if error and error not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-            raise kafka_exception(KConsumerError(f"OffsetFetch failed: {error.name}"))
+            raise kafka_exception(error_for(error, "committed(): OffsetFetch failed"))
         found = {(o.partition.topic, o.partition.partition): o for o in offsets}
         result = []
         for tp in partitions:

@@ -1,21 +1,47 @@
-"""Turning kconsumer's errors into confluent-kafka's `KafkaException` / `KafkaError`."""
+"""Turning kconsumer's errors into confluent-kafka's `KafkaException` / `KafkaError`, with the
+code confluent-kafka uses for the same failure, so code that branches on ``KafkaError.code()``
+keeps working: Kafka's own code for a broker's answer; for kconsumer's own failures librdkafka's
+local codes (`_LOCAL_CODES`); ``_FAIL`` only for what has no counterpart (an assignor of the
+application failing, for instance)."""
 
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import KafkaApiError
+from ..errors import KafkaApiError, KConsumerError
+from ..protocol.negotiation import NoCommonVersionError
+from .member.errors import CommitFailedError, PollIntervalExceededError, UnsupportedFeatureError
+from .member.queries import QueryTimedOutError
+
+#: kconsumer's own errors -> the librdkafka code of the same failure.
+_LOCAL_CODES: dict[type[KConsumerError], int] = {
+    PollIntervalExceededError: KafkaError._MAX_POLL_EXCEEDED,
+    QueryTimedOutError: KafkaError._TIMED_OUT,
+    NoCommonVersionError: KafkaError._UNSUPPORTED_FEATURE,
+    UnsupportedFeatureError: KafkaError._UNSUPPORTED_FEATURE,
+}
+
+
+def kafka_code(error: BaseException) -> int:
+    """The KafkaError code confluent-kafka reports for `error`."""
+    if isinstance(error, KafkaApiError):
+        return int(error.code)
+    if isinstance(error, CommitFailedError):
+        return kafka_code(error.cause) if error.cause is not None else KafkaError._STATE
+    for kind, code in _LOCAL_CODES.items():
+        if isinstance(error, kind):
+            return code
+    return KafkaError._FAIL
 
 
 def kafka_exception(error: BaseException, fatal: bool = False) -> KafkaException:
-    """A KafkaException carrying a KafkaError with Kafka's code (or ``_FAIL``) and the message;
-    the original exception is its ``__cause__``."""
+    """A KafkaException carrying a KafkaError with confluent-kafka's code for `error` and the
+    message; the original exception is its ``__cause__``."""
     if isinstance(error, KafkaException):
         return error
-    if isinstance(error, KafkaApiError):
-        kafka_error = KafkaError(int(error.code), str(error), fatal=fatal, retriable=error.retriable)
-    else:
-        kafka_error = KafkaError(KafkaError._FAIL, f"{type(error).__name__}: {error}", fatal=fatal)
-    exception = KafkaException(kafka_error)
+    code = kafka_code(error)
+    retriable = isinstance(error, KafkaApiError) and error.retriable
+    text = str(error) if code != KafkaError._FAIL else f"{type(error).__name__}: {error}"
+    exception = KafkaException(KafkaError(code, text, fatal=fatal, retriable=retriable))
     exception.__cause__ = error
     return exception

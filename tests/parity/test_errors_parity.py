@@ -69,3 +69,28 @@ def test_callback_exceptions_are_raised_unchanged(cluster: ReferenceCluster) -> 
         return {"raised": raised, "records afterwards": len(drain(consumer, 2.0))}
 
     compare("callback exceptions", scenario, cluster)
+
+
+def test_no_committed_offset_with_reset_error(cluster: ReferenceCluster) -> None:
+    """auto.offset.reset=error and no committed offset: one _AUTO_OFFSET_RESET error event naming
+    the partition; seek() then chooses where it starts."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("reset-error", 1, records=5), run.group("reset-error")
+        consumer = run.consumer(group, auto_offset_reset="error")
+        consumer.subscribe([topic])
+        events: list[Any] = []
+        for _ in range(30):
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is not None:
+                events.append((message.error().code(), message.topic() == topic, message.partition()))
+                break
+        try:
+            consumer.seek(TopicPartition(topic, 0, 2))
+            seek: Any = "accepted"
+        except KafkaException as exc:
+            seek = exc.args[0].code()
+        first = [m.offset() for m in drain(consumer, 2.0)][:1]
+        return {"events": events, "seek": seek, "first offset after seek": first}
+
+    compare("auto.offset.reset=error", scenario, cluster)
