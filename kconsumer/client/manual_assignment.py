@@ -10,7 +10,9 @@ committed offset: ``OFFSET_INVALID`` starts at the reset position directly.
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Sequence
+from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
 
@@ -80,22 +82,30 @@ class ManualAssignment:
     def commit(
         self, runtime: MemberRuntime, app: AppThread, offsets: tuple[PartitionOffset, ...], asynchronous: bool
     ) -> list[TopicPartition] | None:
-        """Commit outside the group (no member id, epoch -1): the result, or with `asynchronous`
-        None and the outcome to on_commit from the next poll."""
+        """Commit outside the group (no member id, epoch -1): the committed offsets, or with
+        `asynchronous` None at once and the outcome to on_commit from a later poll."""
         committed = committed_partitions(offsets)
-        error: KafkaError | None = None
-        try:
-            code = runtime.ask(
-                lambda token, deadline: CommitOffsetsQuery(token, offsets, deadline), COMMIT_TIMEOUT_S
-            )
-            if code != ErrorCode.NONE:
-                error = kafka_exception(error_for(code)).args[0]
-        except (TimeoutError, QueryTimedOutError):
-            error = KafkaError(KafkaError._TIMED_OUT, "commit() timed out")
+        future = runtime.submit(
+            lambda token, deadline: CommitOffsetsQuery(token, offsets, deadline), COMMIT_TIMEOUT_S
+        )
         if asynchronous:
             if app.on_commit is not None:
-                app.state.commit_reports.append((error, committed))
+                reports = app.state.commit_reports  # list.append is atomic: safe from the loop thread
+                future.add_done_callback(lambda done: reports.append((_outcome(done), committed)))
             return None
+        concurrent.futures.wait([future], COMMIT_TIMEOUT_S + 1.0)
+        error = _outcome(future) if future.done() else KafkaError(KafkaError._TIMED_OUT, "commit() timed out")
         if error is not None:
             raise KafkaException(error)
         return committed
+
+
+def _outcome(future: concurrent.futures.Future[Any]) -> KafkaError | None:
+    """The KafkaError of a finished commit query (None: committed)."""
+    failure = future.exception()
+    if isinstance(failure, QueryTimedOutError):
+        return KafkaError(KafkaError._TIMED_OUT, "commit() timed out")
+    if failure is not None:
+        return kafka_exception(failure).args[0]  # type: ignore[no-any-return]
+    code = future.result()
+    return None if code == ErrorCode.NONE else kafka_exception(error_for(code)).args[0]

@@ -3,6 +3,7 @@ confluent-kafka's KIP-848 consumer allows them (see parity_harness)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
@@ -77,7 +78,12 @@ def test_manual_assignment_without_subscribing(cluster: ReferenceCluster) -> Non
         seeder.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
         seeder.close()
 
-        consumer = run.consumer(group)
+        reports: list[Any] = []
+
+        def on_commit(error: Any, partitions: list[TopicPartition]) -> None:
+            reports.append((error, [(tp.partition, tp.offset) for tp in partitions]))
+
+        consumer = run.consumer(group, on_commit=on_commit)
         consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1, 3)])
         seen: dict[str, Any] = {"assignment": [(tp.partition) for tp in consumer.assignment()]}
         seen["first offsets"] = sorted(_first_offsets(consumer, 4 + 7).items())
@@ -85,6 +91,11 @@ def test_manual_assignment_without_subscribing(cluster: ReferenceCluster) -> Non
         seen["after incremental_assign"] = sorted(_first_offsets(consumer, 2).items())
         done = consumer.commit(asynchronous=False)
         seen["commit"] = sorted((tp.partition, tp.offset) for tp in done or [])
+        assert consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=True) is None
+        deadline = time.monotonic() + 10
+        while not reports and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        seen["on_commit"] = reports
         found = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
         seen["committed"] = [(tp.partition, tp.offset) for tp in found]
         consumer.incremental_unassign([TopicPartition(topic, 1)])

@@ -102,11 +102,17 @@ class MemberRuntime:
         """Hand an event to the session (thread-safe; handled on the background loop)."""
         self._bg.call(self._handle, event)
 
+    def submit(self, query: QueryFactory, timeout_s: float) -> concurrent.futures.Future[Any]:
+        """Ask the session a question (thread-safe); the future gets the answer or the query's
+        error (the session answers by `timeout_s`)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._bg.call(self._ask, query, int(timeout_s * 1000), future)
+        return future
+
     def ask(self, query: QueryFactory, timeout_s: float) -> Any:
         """Ask the session a question and wait for the answer (application thread). Raises the
         query's error, or TimeoutError after `timeout_s`."""
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._bg.call(self._ask, query, int(timeout_s * 1000), future)
+        future = self.submit(query, timeout_s)
         try:
             return future.result(timeout_s + 1.0)
         except concurrent.futures.TimeoutError:
