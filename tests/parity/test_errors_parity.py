@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
@@ -94,3 +96,28 @@ def test_no_committed_offset_with_reset_error(cluster: ReferenceCluster) -> None
         return {"events": events, "seek": seek, "first offset after seek": first}
 
     compare("auto.offset.reset=error", scenario, cluster)
+
+
+def test_error_cb_when_no_broker_answers(cluster: ReferenceCluster) -> None:
+    """Nothing listens at the bootstrap address: error_cb hears _TRANSPORT and _ALL_BROKERS_DOWN,
+    and poll() raises nothing (both consumers keep trying)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        codes: set[int] = set()
+        consumer = run.consumer(
+            run.group("nobody"), bootstrap_servers=f"127.0.0.1:{port}", error_cb=lambda e: codes.add(e.code())
+        )
+        consumer.subscribe(["anything"])
+        raised: list[Any] = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                consumer.poll(0.1)
+            except KafkaException as exc:
+                raised.append(exc.args[0].code())
+        return {"error_cb codes": sorted(codes), "raised": raised}
+
+    compare("error_cb, no broker", scenario, cluster)
