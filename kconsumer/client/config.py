@@ -264,9 +264,9 @@ class ConsumerConfig:
             if key in config:
                 values[name] = _integer(key, config[key], low, high)
         if "enable.auto.commit" in config:
-            values["enable_auto_commit"] = _boolean("enable.auto.commit", config["enable.auto.commit"])
+            values["enable_auto_commit"] = boolean_setting("enable.auto.commit", config["enable.auto.commit"])
         if "enable.auto.offset.store" in config:
-            values["enable_auto_offset_store"] = _boolean(
+            values["enable_auto_offset_store"] = boolean_setting(
                 "enable.auto.offset.store", config["enable.auto.offset.store"]
             )
         if "auto.offset.reset" in config:
@@ -388,7 +388,8 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _boolean(key: str, value: Any) -> bool:
+def boolean_setting(key: str, value: Any) -> bool:
+    """A true/false setting as confluent-kafka accepts it (a bool, or "true"/"false"/"1"/"0")."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):

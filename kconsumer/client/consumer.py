@@ -36,6 +36,7 @@ from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
 from .subscription import SubscriptionPattern
+from .tls import tls_context
 
 log = logging.getLogger("kconsumer")
 
@@ -80,6 +81,7 @@ class Consumer:
         if logger is not None:
             config = {**config, "logger": logger}
         self._config = ConsumerConfig.from_dict(config)
+        tls = None if self._config.group_id is None else tls_context(self._config.librdkafka_passthrough)
         self._member_id = new_member_id()
         self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
         rd_config = self._config.librdkafka_config()
@@ -102,7 +104,7 @@ class Consumer:
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
             self._runtime = MemberRuntime(
-                self._config, self._member_id, self._background, assignors=self._assignors
+                self._config, self._member_id, self._background, assignors=self._assignors, tls=tls
             )
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit

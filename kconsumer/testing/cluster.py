@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 from ..broker.coordinator import CoordinatorConfig
 from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
 from ..broker.server import Broker, ReferenceServer, ServerConfig
+from ..broker.server.config import TlsListener
 from ..broker.server.faults import FOREVER
 from ..errors import ErrorCode, error_for
 from ..protocol import records
@@ -49,6 +52,7 @@ from ..protocol.messages.produce import (
     TopicProduceData,
 )
 from ..protocol.uuid import Uuid
+from .certificates import Certificates, generate
 
 T = TypeVar("T")
 
@@ -137,8 +141,29 @@ class ReferenceCluster:
         max_group_size: int | None = None,
         default_partitions: int = 1,
         retention_bytes: int | None = None,
+        security_protocol: str = "PLAINTEXT",
+        ssl_client_auth: bool = False,
         config: ServerConfig | None = None,
     ) -> None:
+        """`security_protocol` PLAINTEXT or SSL: with SSL the listener speaks TLS with a
+        certificate generated at start (`client_config` gives clients what they need to trust it);
+        `ssl_client_auth` also requires client certificates (mutual TLS)."""
+        if security_protocol not in ("PLAINTEXT", "SSL"):
+            raise ValueError(f"security_protocol: PLAINTEXT or SSL, got {security_protocol!r}")
+        self._certificates_dir: tempfile.TemporaryDirectory[str] | None = None
+        self.certificates: Certificates | None = None
+        if security_protocol == "SSL":
+            self._certificates_dir = tempfile.TemporaryDirectory(prefix="kconsumer-certificates-")
+            self.certificates = generate(Path(self._certificates_dir.name))
+        tls = (
+            None
+            if self.certificates is None
+            else TlsListener(
+                str(self.certificates.server_certificate),
+                str(self.certificates.server_key),
+                str(self.certificates.ca) if ssl_client_auth else None,
+            )
+        )
         if config is None:
             coordinator: dict[str, Any] = {}
             for key, value in (
@@ -158,6 +183,7 @@ class ReferenceCluster:
                 default_partitions=default_partitions,
                 retention_bytes=retention_bytes,
                 coordinator=CoordinatorConfig(**coordinator),
+                tls=tls,
             )
         self.config = config
         self._server = ReferenceServer(config)
@@ -207,6 +233,8 @@ class ReferenceCluster:
         if not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
         thread.join(_CALL_TIMEOUT_S)
+        if self._certificates_dir is not None:
+            self._certificates_dir.cleanup()
 
     def __enter__(self) -> ReferenceCluster:
         return self.start()
@@ -220,6 +248,25 @@ class ReferenceCluster:
     def bootstrap_servers(self) -> str:
         """``host:port`` to give clients as ``bootstrap.servers``."""
         return self._server.bootstrap_servers
+
+    def client_config(self) -> dict[str, str]:
+        """The settings a client (confluent-kafka or kconsumer) needs to connect: the bootstrap
+        address and, for a TLS listener, ``security.protocol``, the CA to trust and, when the
+        listener requires one, the client certificate and key."""
+        settings = {"bootstrap.servers": self.bootstrap_servers}
+        certificates = self.certificates
+        if certificates is not None:
+            settings["security.protocol"] = "SSL"
+            settings["ssl.ca.location"] = str(certificates.ca)
+            if self.config.tls is not None and self.config.tls.client_ca is not None:
+                settings["ssl.certificate.location"] = str(certificates.client_certificate)
+                settings["ssl.key.location"] = str(certificates.client_key)
+        return settings
+
+    def connections(self) -> list[tuple[str, str | None, str, str | None]]:
+        """(peer, client id, security protocol, principal) of every client connection open now:
+        tests prove with it that every connection of a client was secured as configured."""
+        return self._call(lambda _broker: self._server.connection_security())
 
     @property
     def port(self) -> int:

@@ -15,6 +15,16 @@ DEFAULT_CLUSTER_ID = "kconsumer-reference"
 
 
 @dataclass(frozen=True)
+class TlsListener:
+    """The listener speaks TLS (security.protocol SSL) with this certificate and key (PEM files);
+    with `client_ca`, clients must present a certificate signed by it (mutual TLS)."""
+
+    certificate: str
+    key: str
+    client_ca: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """How the reference broker behaves.
 
@@ -42,6 +52,8 @@ class ServerConfig:
     verify_crc: bool = True
     #: Reported by Metadata.
     cluster_id: str = DEFAULT_CLUSTER_ID
+    #: TLS on the listener (None: plaintext).
+    tls: TlsListener | None = None
     #: The group coordinator's settings.
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     #: Keep every record the coordinator writes, which `Broker.fail_over_coordinator` replays.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from ...errors import ErrorCode, ProtocolError
 from ...protocol.api import API_SPECS, ApiKey, ApiSpec
@@ -61,6 +62,11 @@ class Connection:
         self.peer = f"{host}:{peer[1]}" if isinstance(peer, tuple) and len(peer) > 1 else host
         self.session = ClientSession(client_host=f"/{host}", gone=self._gone)
         self.client_id: str | None = None
+        tls = writer.get_extra_info("ssl_object")
+        #: The connection's security as a listener sees it: "SSL" or "PLAINTEXT", and the
+        #: subject of the client certificate (mutual TLS), if any.
+        self.security_protocol = "PLAINTEXT" if tls is None else "SSL"
+        self.principal = _subject(tls.getpeercert() if tls is not None else None)
 
     async def serve(self) -> None:
         """Answer requests until the client disconnects or sends something we cannot answer."""
@@ -196,3 +202,17 @@ class Connection:
             writer.write(part)
         await writer.drain()
         return True
+
+
+def _subject(certificate: dict[str, Any] | None) -> str | None:
+    """The RFC 4514 form (most specific first) of a peer certificate's subject, as Kafka's SSL
+    principal ("CN=client"), or None without a certificate."""
+    if not certificate:
+        return None
+    parts = [
+        f"{_SHORT.get(name, name)}={value}" for rdn in certificate.get("subject", ()) for name, value in rdn
+    ]
+    return ",".join(reversed(parts)) or None
+
+
+_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C"}

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from .broker import Broker
-from .config import ServerConfig
+from .config import ServerConfig, TlsListener
 from .connection import Connection
 from .metadata import Endpoint
 
@@ -52,13 +53,23 @@ class ReferenceServer:
         """Client connections currently open."""
         return len(self._connections)
 
+    def connection_security(self) -> list[tuple[str, str | None, str, str | None]]:
+        """(peer, client id, security protocol, principal) of each open client connection."""
+        return [(c.peer, c.client_id, c.security_protocol, c.principal) for c in self._connections]
+
     async def start(self) -> None:
         """Bind, listen and start accepting connections."""
         if self._server is not None:
             raise RuntimeError("the server is already started")
         loop = asyncio.get_running_loop()
         server = await asyncio.start_server(
-            self._accept, self.config.host, self.config.port, start_serving=False, reuse_address=True
+            self._accept,
+            self.config.host,
+            self.config.port,
+            start_serving=False,
+            reuse_address=True,
+            ssl=_tls_context(self.config.tls),
+            ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if self.config.tls is not None else None,
         )
         self.port = server.sockets[0].getsockname()[1]
         endpoint = Endpoint(self.config.advertised, self.port, self.config.cluster_id)
@@ -115,3 +126,21 @@ class ReferenceServer:
         if self._broker is not None:
             self._broker.close()
         logger.info("reference cluster on port %d stopped", self.port)
+
+
+#: A client that has not completed the TLS handshake by then is disconnected.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+
+
+def _tls_context(tls: TlsListener | None) -> ssl.SSLContext | None:
+    """The listener's TLS context; a failed handshake (garbage, an untrusted client certificate)
+    closes only that connection (asyncio logs it)."""
+    if tls is None:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(tls.certificate, tls.key)
+    if tls.client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(tls.client_ca)
+    return context

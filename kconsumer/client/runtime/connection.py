@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -78,11 +79,19 @@ class BrokerConnection:
         client_id: str,
         connect_timeout_s: float,
         request_timeout_s: float,
+        tls: ssl.SSLContext | None = None,
     ) -> BrokerConnection:
-        """Connect (TransportError when the broker cannot be reached in time)."""
+        """Connect, with TLS when `tls` is given (TransportError when the broker cannot be reached
+        in time or the TLS handshake fails: an untrusted certificate, a host it does not name)."""
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(address.host, address.port), connect_timeout_s
+                asyncio.open_connection(
+                    address.host,
+                    address.port,
+                    ssl=tls,
+                    server_hostname=address.host if tls is not None else None,
+                ),
+                connect_timeout_s,
             )
         except (OSError, asyncio.TimeoutError) as exc:
             raise TransportError(f"cannot connect to {address}: {exc or type(exc).__name__}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 from .connection import Address, BrokerConnection
 
@@ -10,8 +11,15 @@ from .connection import Address, BrokerConnection
 class Connections:
     """The member's connections to the brokers (no protocol decisions: the session makes them)."""
 
-    def __init__(self, client_id: str, connect_timeout_s: float, request_timeout_s: float) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        connect_timeout_s: float,
+        request_timeout_s: float,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.client_id = client_id
+        self.tls = tls
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._connections: dict[Address, BrokerConnection] = {}
@@ -26,7 +34,9 @@ class Connections:
         opening = self._opening.get(address)
         if opening is None:
             opening = asyncio.ensure_future(
-                BrokerConnection.open(address, self.client_id, self.connect_timeout_s, self.request_timeout_s)
+                BrokerConnection.open(
+                    address, self.client_id, self.connect_timeout_s, self.request_timeout_s, self.tls
+                )
             )
             self._opening[address] = opening
             try:

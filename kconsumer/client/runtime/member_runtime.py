@@ -15,6 +15,7 @@ import concurrent.futures
 import logging
 import queue
 import random
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,7 @@ class MemberRuntime:
         member_id: str,
         background: BackgroundLoop,
         assignors: LocalAssignors | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.config = config
         self.group_id = config.require_group()
@@ -71,6 +73,7 @@ class MemberRuntime:
             config.client_id,
             config.socket_connection_setup_timeout_ms / 1000,
             config.request_timeout_ms / 1000,
+            tls,
         )
         self._bg = background
         self._assignors = assignors

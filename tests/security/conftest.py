@@ -1,0 +1,8 @@
+"""The security tests reuse the consumer tests' ledger and members (tests/consumer/consumer_harness.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
