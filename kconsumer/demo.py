@@ -51,7 +51,7 @@ def script(duration: float) -> list[Step]:
     ]
 
 
-def _member(name: str, bootstrap: str, static: bool, reports: Any, stop: Any) -> None:
+def _member(name: str, connection: dict[str, str], static: bool, reports: Any, stop: Any) -> None:
     """One consumer process: consume, report its view every 250 ms, leave cleanly on `stop`."""
     import logging
 
@@ -59,7 +59,7 @@ def _member(name: str, bootstrap: str, static: bool, reports: Any, stop: Any) ->
     from kconsumer import Consumer
 
     config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
+        **connection,
         "group.id": GROUP,
         "client.id": f"demo-{name}",
         "auto.offset.reset": "earliest",
@@ -134,10 +134,12 @@ class Demo:
             heartbeat_interval_ms=200,
             session_timeout_ms=self.args.session_timeout_ms,
             assignment_interval_ms=0,
+            security_protocol=self.args.security.upper(),
         ) as cluster:
             cluster.create_topic(TOPIC, self.args.partitions)
             self.say(
-                f"reference cluster on {cluster.bootstrap_servers}: topic {TOPIC!r} with "
+                f"reference cluster on {cluster.bootstrap_servers} ({self.args.security.upper()}): "
+                f"topic {TOPIC!r} with "
                 f"{self.args.partitions} partitions, group {GROUP!r}, session timeout "
                 f"{self.args.session_timeout_ms} ms"
             )
@@ -149,7 +151,7 @@ class Demo:
             next_print = 0.0
             while time.time() < end:
                 while steps and time.time() - self.started >= steps[0].at:
-                    self._do(steps.pop(0), cluster.bootstrap_servers)
+                    self._do(steps.pop(0), cluster.client_config())
                 self._drain()
                 if time.time() >= next_print:
                     next_print = time.time() + self.args.print_interval
@@ -176,11 +178,11 @@ class Demo:
             self.produced += per_tick
             time.sleep(tick)
 
-    def _do(self, step: Step, bootstrap: str) -> None:
+    def _do(self, step: Step, connection: dict[str, str]) -> None:
         if step.action == "join":
             stop = self.context.Event()
             process = self.context.Process(
-                target=_member, args=(step.member, bootstrap, step.static, self.reports, stop), daemon=True
+                target=_member, args=(step.member, connection, step.static, self.reports, stop), daemon=True
             )
             process.start()
             self.members[step.member] = MemberState(process, stop)
@@ -276,6 +278,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-timeout-ms", type=int, default=3000, help="coordinator session timeout (3000)"
     )
     parser.add_argument("--print-interval", type=float, default=1.0, help="seconds between group views (1)")
+    parser.add_argument(
+        "--security",
+        choices=("plaintext", "ssl"),
+        default="plaintext",
+        help="the listener's security: ssl runs every connection over TLS (plaintext)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,21 @@
+"""The demo (the first command of the README) runs to the end and loses nothing, in plaintext and
+over TLS (`--security ssl`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("security", ["plaintext", "ssl"])
+def test_the_demo_consumes_everything(security: str) -> None:
+    command = [
+        sys.executable, "-m", "kconsumer", "demo",
+        "--duration", "6", "--partitions", "3", "--rate", "300", "--security", security,
+    ]  # fmt: skip
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    assert f"({security.upper()})" in finished.stdout
+    assert ", 0 missing" in finished.stdout
