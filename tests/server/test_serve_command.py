@@ -142,6 +142,9 @@ def test_serve_options() -> None:
         ["serve", "--assignors", "nope"],
         ["serve", "--heartbeat-interval-ms", "9000", "--session-timeout-ms", "3000"],
         ["serve", "--topic", "bad name:2"],
+        ["serve", "--ssl-certificate", "/nonexistent.pem", "--ssl-key", "/nonexistent.key"],
+        ["serve", "--ssl-key", "/nonexistent.key"],
+        ["serve", "--ssl-client-ca", "/nonexistent.pem"],
     ],
 )
 def test_serve_rejects_bad_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,3 +155,46 @@ def test_serve_rejects_bad_options(argv: list[str], capsys: pytest.CaptureFixtur
 def test_main_without_a_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "serve" in capsys.readouterr().err
+
+
+def test_serve_over_tls(tmp_path: Path) -> None:
+    """--ssl-certificate/--ssl-key: the standalone broker speaks TLS; confluent-kafka and
+    kconsumer connect with the CA; a plaintext client gets nothing."""
+    from kconsumer import Consumer
+    from kconsumer.testing.certificates import generate
+
+    certificates = generate(tmp_path / "certificates")
+    process, bootstrap = _start(
+        tmp_path / "serve.log",
+        "--topic",
+        "secured:1",
+        "--ssl-certificate",
+        str(certificates.server_certificate),
+        "--ssl-key",
+        str(certificates.server_key),
+    )
+    try:
+        secured = {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(certificates.ca),
+        }
+        producer = ck.Producer(secured)
+        producer.produce("secured", b"over tls")
+        assert producer.flush(10) == 0
+        consumer = Consumer({**secured, "group.id": "serve-tls", "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["secured"])
+            deadline = time.monotonic() + 20
+            message = None
+            while (message is None or message.error() is not None) and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+            assert message is not None and message.value() == b"over tls"
+        finally:
+            consumer.close()
+        plaintext = ck.Producer({"bootstrap.servers": bootstrap})
+        with pytest.raises(ck.KafkaException):
+            plaintext.list_topics(timeout=2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)

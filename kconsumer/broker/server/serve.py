@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 
 from ...errors import ConfigError
 from ..coordinator import CoordinatorConfig
 from ..coordinator.assignors import resolve_assignors
-from .config import ServerConfig
+from .config import ServerConfig, TlsListener
 from .log import topic_name_error
 from .server import ReferenceServer
 
@@ -105,6 +106,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-partition retention by bytes; older batches are dropped (default: keep everything)",
     )
     parser.add_argument(
+        "--ssl-certificate",
+        default=None,
+        metavar="PEM",
+        help="serve TLS (security.protocol SSL) with this certificate (PEM file; with --ssl-key)",
+    )
+    parser.add_argument(
+        "--ssl-key", default=None, metavar="PEM", help="the certificate's private key (PEM file)"
+    )
+    parser.add_argument(
+        "--ssl-client-ca",
+        default=None,
+        metavar="PEM",
+        help="require client certificates signed by this CA (mutual TLS; with --ssl-certificate)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -127,6 +143,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         assignors=assignors,
     )
     return ServerConfig(
+        tls=_tls_from(args),
         host=args.host,
         port=args.port,
         advertised_host=args.advertised_host,
@@ -136,6 +153,23 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         coordinator=coordinator,
         keep_coordinator_log=False,  # no failover here, and the log would only grow
     )
+
+
+def _tls_from(args: argparse.Namespace) -> TlsListener | None:
+    if args.ssl_certificate is None and args.ssl_key is None:
+        if args.ssl_client_ca is not None:
+            raise ConfigError("ssl-client-ca", "needs --ssl-certificate and --ssl-key")
+        return None
+    if args.ssl_certificate is None or args.ssl_key is None:
+        raise ConfigError("ssl-certificate", "--ssl-certificate and --ssl-key go together")
+    for name, path in (
+        ("ssl-certificate", args.ssl_certificate),
+        ("ssl-key", args.ssl_key),
+        ("ssl-client-ca", args.ssl_client_ca),
+    ):
+        if path is not None and not os.access(path, os.R_OK):
+            raise ConfigError(name, f"cannot read {path!r}")
+    return TlsListener(args.ssl_certificate, args.ssl_key, args.ssl_client_ca)
 
 
 async def serve(config: ServerConfig, topics: list[tuple[str, int]]) -> None:
