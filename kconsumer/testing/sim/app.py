@@ -234,6 +234,20 @@ class SimApp:
         self._in_callback = work
         if work.kind is CallbackKind.ASSIGNED:
             self._hold(tuple(tp.key for tp in work.partitions))
+        elif work.kind is CallbackKind.REVOKED and self.params.commit_in_revoke:
+            self._commit_revoked(work)
+
+    def _commit_revoked(self, work: InvokeCallback) -> None:
+        """``commit()`` inside on_partitions_revoked: the positions the revoked partitions stopped
+        at (the facade's commit covers them while the callback runs), asynchronously."""
+        offsets = tuple(
+            self.stopped[tp.key]
+            for tp in sorted(work.partitions, key=lambda tp: (tp.topic, tp.partition))
+            if tp.key in self.stopped
+        )
+        if offsets:
+            self._tokens += 1
+            self.proc.post(CommitRequested(self._tokens, offsets, False))
 
     def _callback_returned(self, work: InvokeCallback, resume: bool) -> None:
         self._in_callback = None

@@ -144,6 +144,13 @@ class SimParams:
     """The algorithm the client-side assignor runs (a server-side assignor used on the client)."""
     static_slots: frozenset[int]
 
+    @property
+    def commit_in_revoke(self) -> bool:
+        """Applications commit the revoked partitions' positions inside on_partitions_revoked
+        (confluent-kafka's at-least-once idiom: ``commit()`` in on_revoke). Derived, not drawn,
+        so that seeds without it keep their course."""
+        return self.callbacks and self.manual_commit_every == 3
+
     @classmethod
     def draw(cls, rng: random.Random, faults: FaultMix) -> SimParams:
         """Draw a world consistent with `faults`."""
@@ -192,4 +199,5 @@ class SimParams:
             f"assign_interval={self.assignment_interval_ms} auto_commit="
             f"{self.auto_commit_interval_ms if self.auto_commit else 'off'} "
             f"manual_commit_every={self.manual_commit_every} callbacks={self.callbacks}"
+            f"{' commit_in_revoke' if self.commit_in_revoke else ''}"
         )
