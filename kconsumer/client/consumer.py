@@ -24,6 +24,7 @@ from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_part
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .group_metadata import serialized_group_metadata
+from .handle_facade import HandleFacade
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
@@ -36,7 +37,7 @@ from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
 from .subscription import SubscriptionPattern
-from .tls import tls_context
+from .tls import connection_security
 
 log = logging.getLogger("kconsumer")
 
@@ -65,7 +66,7 @@ def _deadline(timeout: float | None) -> float:
     return time.monotonic() + timeout
 
 
-class Consumer:
+class Consumer(HandleFacade):
     """A Kafka consumer on the KIP-848 consumer group protocol (``group.protocol=consumer``).
 
     `config` takes confluent-kafka style keys; see `kconsumer.client.config` for the list. An unknown
@@ -81,7 +82,8 @@ class Consumer:
         if logger is not None:
             config = {**config, "logger": logger}
         self._config = ConsumerConfig.from_dict(config)
-        tls = None if self._config.group_id is None else tls_context(self._config.librdkafka_passthrough)
+        settings = self._config.librdkafka_passthrough
+        self._security = None if self._config.group_id is None else connection_security(settings)
         self._member_id = new_member_id()
         self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
         rd_config = self._config.librdkafka_config()
@@ -104,7 +106,11 @@ class Consumer:
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
             self._runtime = MemberRuntime(
-                self._config, self._member_id, self._background, assignors=self._assignors, tls=tls
+                self._config,
+                self._member_id,
+                self._background,
+                assignors=self._assignors,
+                security=self._security,
             )
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
@@ -504,10 +510,6 @@ class Consumer:
         """The current member epoch (0 when not in a group)."""
         return 0 if self._runtime is None else self._runtime.member_epoch
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        """Cluster metadata (confluent-kafka's ClusterMetadata)."""
-        return self._handle("list_topics").list_topics(topic, timeout)
-
     def consumer_group_metadata(self) -> bytes:
         """This member's group metadata (group id, member id, epoch as the generation, instance
         id) for a transactional producer's ``send_offsets_to_transaction``, in confluent-kafka's
@@ -518,36 +520,6 @@ class Consumer:
         return serialized_group_metadata(
             self._config.group_id, epoch, self._member_id, self._config.group_instance_id
         )
-
-    def cluster_id(self, timeout: float = -1) -> str | None:
-        """The cluster id from the brokers' metadata (as confluent-kafka's)."""
-        return self._handle("cluster_id").cluster_id(timeout)  # type: ignore[no-any-return]
-
-    def get_watermark_offsets(
-        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
-    ) -> tuple[int, int] | None:
-        """(low, high) watermarks of `partition`, from the broker (or, with `cached`, from the
-        last fetch: None when unknown), as confluent-kafka answers them."""
-        handle = self._handle("get_watermark_offsets")
-        if timeout is None:
-            return handle.get_watermark_offsets(partition, cached=cached)  # type: ignore[no-any-return]
-        return handle.get_watermark_offsets(partition, timeout, cached)  # type: ignore[no-any-return]
-
-    def offsets_for_times(self, partitions: Sequence[TopicPartition], timeout: float | None = None) -> Any:
-        """For each partition, the earliest offset whose timestamp is at or after
-        `partition.offset` (a timestamp in ms); -1 past the end."""
-        handle = self._handle("offsets_for_times")
-        if timeout is None:
-            return handle.offsets_for_times(list(partitions))
-        return handle.offsets_for_times(list(partitions), timeout)
-
-    def _handle(self, method: str) -> Any:
-        """The librdkafka handle of the fetch path, for the cluster queries it answers."""
-        if self._closed:
-            raise RuntimeError("Consumer closed")
-        if isinstance(self._fetcher, MembershipOnlyFetcher):
-            raise RuntimeError(f"{method}() needs the fetch path (this consumer has fetch=False)")
-        return self._fetcher.handle
 
     # -- helpers -------------------------------------------------------------------------------------
 

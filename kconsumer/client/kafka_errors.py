@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import KafkaApiError, KConsumerError
+from ..errors import ErrorCode, KafkaApiError, KConsumerError
 from ..protocol.negotiation import NoCommonVersionError
 from .member.errors import CommitFailedError, PollIntervalExceededError, UnsupportedFeatureError
 from .member.queries import QueryTimedOutError
@@ -22,10 +22,14 @@ _LOCAL_CODES: dict[type[KConsumerError], int] = {
 }
 
 
+#: Broker codes librdkafka reports under a local code of its own.
+_BROKER_TO_LOCAL = {ErrorCode.SASL_AUTHENTICATION_FAILED: KafkaError._AUTHENTICATION}
+
+
 def kafka_code(error: BaseException) -> int:
     """The KafkaError code confluent-kafka reports for `error`."""
     if isinstance(error, KafkaApiError):
-        return int(error.code)
+        return _BROKER_TO_LOCAL.get(error.code, int(error.code))
     if isinstance(error, CommitFailedError):
         return kafka_code(error.cause) if error.cause is not None else KafkaError._STATE
     for kind, code in _LOCAL_CODES.items():

@@ -3,9 +3,8 @@ offset and metadata requests), from the same librdkafka settings the fetch handl
 librdkafka's meanings and defaults:
 
 =========================================  ==========================================================
-``security.protocol``                      PLAINTEXT (default) or SSL; SASL_PLAINTEXT and SASL_SSL are
-                                           refused (kconsumer's own connections cannot authenticate
-                                           with SASL yet: refusing is better than a plaintext member)
+``security.protocol``                      PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL (TLS
+                                           for SSL and SASL_SSL; SASL itself: `kconsumer.client.sasl`)
 ``ssl.ca.location`` / ``ssl.ca.pem``       the CAs to trust (a file or a directory / PEM text);
                                            none: the system's trust store
 ``ssl.certificate.location`` / ``.pem``    the client certificate (mutual TLS), with
@@ -26,12 +25,29 @@ import os
 import ssl
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
 from .config import boolean_setting
+from .sasl import SaslSettings, sasl_settings
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class ConnectionSecurity:
+    """How kconsumer's own connections are secured: TLS and SASL (either may be None)."""
+
+    tls: ssl.SSLContext | None = None
+    sasl: SaslSettings | None = None
+
+
+def connection_security(settings: Mapping[str, Any]) -> ConnectionSecurity:
+    """TLS and SASL of ``security.protocol`` from the application's settings (ConfigError naming
+    the key for anything that cannot work)."""
+    protocol = str(settings.get("security.protocol", "PLAINTEXT")).upper()
+    return ConnectionSecurity(tls_context(settings), sasl_settings(settings, protocol))
 
 
 def tls_context(settings: Mapping[str, Any]) -> ssl.SSLContext | None:
@@ -40,14 +56,7 @@ def tls_context(settings: Mapping[str, Any]) -> ssl.SSLContext | None:
     protocol = str(settings.get("security.protocol", "PLAINTEXT")).upper()
     if protocol not in _PROTOCOLS:
         raise ConfigError("security.protocol", f"must be one of {', '.join(_PROTOCOLS)}, got {protocol!r}")
-    if protocol.startswith("SASL"):
-        raise ConfigError(
-            "security.protocol",
-            f"{protocol}: kconsumer's own group connections do not support SASL yet (only PLAINTEXT and "
-            "SSL, with client certificates for authentication); refusing rather than joining the "
-            "group over an unauthenticated connection",
-        )
-    if protocol == "PLAINTEXT":
+    if not protocol.endswith("SSL"):
         return None
     context = _trusting(settings)
     _verification(context, settings)

@@ -3,6 +3,7 @@ cluster and simulation harness."""
 
 from __future__ import annotations
 
+from ..broker.server.security import Acl
 from .cluster import GroupDescription, MemberDescription, ReferenceCluster
 
-__all__ = ["GroupDescription", "MemberDescription", "ReferenceCluster"]
+__all__ = ["Acl", "GroupDescription", "MemberDescription", "ReferenceCluster"]

@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 from ..broker.coordinator import CoordinatorConfig
 from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
 from ..broker.server import Broker, ReferenceServer, ServerConfig
-from ..broker.server.config import TlsListener
+from ..broker.server.connection import ConnectionInfo
 from ..broker.server.faults import FOREVER
+from ..broker.server.security import Acl
 from ..errors import ErrorCode, error_for
 from ..protocol import records
 from ..protocol.messages.admin import (
@@ -52,7 +51,7 @@ from ..protocol.messages.produce import (
     TopicProduceData,
 )
 from ..protocol.uuid import Uuid
-from .certificates import Certificates, generate
+from .secured import ClusterSecurity
 
 T = TypeVar("T")
 
@@ -143,27 +142,31 @@ class ReferenceCluster:
         retention_bytes: int | None = None,
         security_protocol: str = "PLAINTEXT",
         ssl_client_auth: bool = False,
+        sasl_mechanisms: Iterable[str] = ("SCRAM-SHA-512",),
+        users: Mapping[str, str] | None = None,
+        acls: Iterable[Acl] | None = None,
+        super_users: Iterable[str] = (),
+        max_reauth_ms: int | None = None,
         config: ServerConfig | None = None,
     ) -> None:
-        """`security_protocol` PLAINTEXT or SSL: with SSL the listener speaks TLS with a
+        """`security_protocol` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. TLS listeners use a
         certificate generated at start (`client_config` gives clients what they need to trust it);
-        `ssl_client_auth` also requires client certificates (mutual TLS)."""
-        if security_protocol not in ("PLAINTEXT", "SSL"):
-            raise ValueError(f"security_protocol: PLAINTEXT or SSL, got {security_protocol!r}")
-        self._certificates_dir: tempfile.TemporaryDirectory[str] | None = None
-        self.certificates: Certificates | None = None
-        if security_protocol == "SSL":
-            self._certificates_dir = tempfile.TemporaryDirectory(prefix="kconsumer-certificates-")
-            self.certificates = generate(Path(self._certificates_dir.name))
-        tls = (
-            None
-            if self.certificates is None
-            else TlsListener(
-                str(self.certificates.server_certificate),
-                str(self.certificates.server_key),
-                str(self.certificates.ca) if ssl_client_auth else None,
-            )
+        `ssl_client_auth` also requires client certificates (mutual TLS; the principal is the
+        certificate's subject). SASL listeners enable `sasl_mechanisms` (PLAIN, SCRAM-SHA-256,
+        SCRAM-SHA-512, OAUTHBEARER with unsecured JWTs) for `users` (name: password), and ask
+        clients to re-authenticate every `max_reauth_ms` (``connections.max.reauth.ms``). `acls`
+        (`kconsumer.testing.Acl` allow rules) turn authorization on: what no rule allows is
+        denied, except to `super_users` (``User:admin``)."""
+        self.security = ClusterSecurity.build(
+            security_protocol,
+            ssl_client_auth=ssl_client_auth,
+            sasl_mechanisms=sasl_mechanisms,
+            users=users,
+            acls=acls,
+            super_users=super_users,
+            max_reauth_ms=max_reauth_ms,
         )
+        self.certificates = self.security.certificates
         if config is None:
             coordinator: dict[str, Any] = {}
             for key, value in (
@@ -183,7 +186,9 @@ class ReferenceCluster:
                 default_partitions=default_partitions,
                 retention_bytes=retention_bytes,
                 coordinator=CoordinatorConfig(**coordinator),
-                tls=tls,
+                tls=self.security.tls,
+                sasl=self.security.sasl,
+                authorizer=self.security.authorizer,
             )
         self.config = config
         self._server = ReferenceServer(config)
@@ -233,8 +238,7 @@ class ReferenceCluster:
         if not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
         thread.join(_CALL_TIMEOUT_S)
-        if self._certificates_dir is not None:
-            self._certificates_dir.cleanup()
+        self.security.close()
 
     def __enter__(self) -> ReferenceCluster:
         return self.start()
@@ -249,23 +253,17 @@ class ReferenceCluster:
         """``host:port`` to give clients as ``bootstrap.servers``."""
         return self._server.bootstrap_servers
 
-    def client_config(self) -> dict[str, str]:
+    def client_config(self, user: str | None = None, mechanism: str | None = None) -> dict[str, str]:
         """The settings a client (confluent-kafka or kconsumer) needs to connect: the bootstrap
-        address and, for a TLS listener, ``security.protocol``, the CA to trust and, when the
-        listener requires one, the client certificate and key."""
-        settings = {"bootstrap.servers": self.bootstrap_servers}
-        certificates = self.certificates
-        if certificates is not None:
-            settings["security.protocol"] = "SSL"
-            settings["ssl.ca.location"] = str(certificates.ca)
-            if self.config.tls is not None and self.config.tls.client_ca is not None:
-                settings["ssl.certificate.location"] = str(certificates.client_certificate)
-                settings["ssl.key.location"] = str(certificates.client_key)
-        return settings
+        address, ``security.protocol``, the CA to trust for TLS (and the client certificate and
+        key when the listener requires one), and for SASL `user`'s credentials (default: the
+        first user) with `mechanism` (default: the first enabled; OAUTHBEARER gets librdkafka's
+        unsecured-JWT settings)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.security.client_settings(user, mechanism)}
 
-    def connections(self) -> list[tuple[str, str | None, str, str | None]]:
-        """(peer, client id, security protocol, principal) of every client connection open now:
-        tests prove with it that every connection of a client was secured as configured."""
+    def connections(self) -> list[ConnectionInfo]:
+        """Every client connection open now (peer, client id, security protocol, principal,
+        SASL authentications): tests prove with it that every connection was secured."""
         return self._call(lambda _broker: self._server.connection_security())
 
     @property

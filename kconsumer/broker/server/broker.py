@@ -94,6 +94,8 @@ class ClientSession:
     coordinator_generation: int | None = None
     #: Whether the client has gone (closed its side): a long-polling fetch then stops waiting.
     gone: Callable[[], bool] = lambda: False
+    #: Who the connection authenticated as (``User:alice``; ``User:ANONYMOUS`` when nobody).
+    principal: Callable[[], str] = lambda: "User:ANONYMOUS"
 
 
 class Broker:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ...errors import ConfigError
 from ...protocol.headers import DEFAULT_MAX_FRAME_BYTES
 from ..coordinator import CoordinatorConfig
+from .security import Authorizer, SaslSettings
 
 #: The broker's node id: it is node 1, leader of every partition and coordinator of every group.
 NODE_ID = 1
@@ -54,12 +55,21 @@ class ServerConfig:
     cluster_id: str = DEFAULT_CLUSTER_ID
     #: TLS on the listener (None: plaintext).
     tls: TlsListener | None = None
+    #: SASL authentication on the listener (None: none); with `tls` the listener is SASL_SSL.
+    sasl: SaslSettings | None = None
+    #: Who may do what (None: everyone may do everything, as Kafka without an authorizer).
+    authorizer: Authorizer | None = None
     #: The group coordinator's settings.
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     #: Keep every record the coordinator writes, which `Broker.fail_over_coordinator` replays.
     #: The log only grows (each offset commit adds to it), so a long-running server that never
     #: fails over turns it off.
     keep_coordinator_log: bool = True
+
+    @property
+    def security_protocol(self) -> str:
+        """The listener's ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return ("SASL_" if self.sasl else "") + ("SSL" if self.tls else "PLAINTEXT")
 
     @property
     def advertised(self) -> str:

@@ -9,7 +9,10 @@ other. What cannot be answered closes this connection only, with a log line sayi
   broker answer UNSUPPORTED_VERSION with its own ApiVersions range, in a v0 response, so the
   client can retry lower on the same connection);
 * a body that does not decode (the `ProtocolError` names API, version and field). Bytes after
-  a complete body are ignored, as Kafka ignores them (librdkafka sends some).
+  a complete body are ignored, as Kafka ignores them (librdkafka sends some);
+* on a SASL listener: any request but ApiVersions before authentication, a refused mechanism or
+  failed authentication (after answering it), a request after the session lifetime ran out
+  without re-authentication (`security.authenticator`).
 
 An exception inside a handler is logged and answered UNKNOWN_SERVER_ERROR; if even that response
 cannot be built or encoded, the connection is closed. The server itself keeps running.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import ErrorCode, ProtocolError
 from ...protocol.api import API_SPECS, ApiKey, ApiSpec
@@ -27,20 +30,41 @@ from ...protocol.headers import (
     RequestHeader,
     decode_request_header,
     encode_response_header,
+    frame,
     frame_size,
     skip_tagged_fields,
 )
 from ...protocol.messages.fetch import FetchResponse
+from ...protocol.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from ...protocol.schema import Message
 from ...protocol.types import Reader
 from .broker import DROP, Broker, ClientSession, is_fire_and_forget
 from .error_responses import api_versions_error, error_response
 from .fetch_encoding import Buffer, encode_fetch_response
+from .security.authenticator import SaslAuthenticator
+from .security.settings import SaslSettings
 
 logger = logging.getLogger("kconsumer.broker.server")
 
 _INT32 = 4
 #: How the codec reports bytes left after a message body.
+
+
+class ConnectionInfo(NamedTuple):
+    """One client connection as `ReferenceServer.connection_security` reports it."""
+
+    peer: str
+    client_id: str | None
+    security_protocol: str
+    #: ``User:alice``, ``User:CN=client`` or ``User:ANONYMOUS`` (see `Connection.principal`).
+    principal: str
+    #: SASL authentications on this connection (1 + re-authentications; 0 without SASL).
+    authentications: int
 
 
 class Connection:
@@ -52,6 +76,7 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         max_frame_bytes: int,
+        sasl: SaslSettings | None = None,
     ) -> None:
         self.broker = broker
         self.reader = reader
@@ -60,13 +85,30 @@ class Connection:
         peer = writer.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
         self.peer = f"{host}:{peer[1]}" if isinstance(peer, tuple) and len(peer) > 1 else host
-        self.session = ClientSession(client_host=f"/{host}", gone=self._gone)
         self.client_id: str | None = None
         tls = writer.get_extra_info("ssl_object")
-        #: The connection's security as a listener sees it: "SSL" or "PLAINTEXT", and the
-        #: subject of the client certificate (mutual TLS), if any.
-        self.security_protocol = "PLAINTEXT" if tls is None else "SSL"
-        self.principal = _subject(tls.getpeercert() if tls is not None else None)
+        #: The connection's security protocol as its listener speaks it.
+        self.security_protocol = ("SASL_" if sasl else "") + ("PLAINTEXT" if tls is None else "SSL")
+        self._certificate_subject = _subject(tls.getpeercert() if tls is not None else None)
+        self.sasl = SaslAuthenticator(sasl) if sasl is not None else None
+        self.session = ClientSession(
+            client_host=f"/{host}", gone=self._gone, principal=lambda: self.principal
+        )
+
+    @property
+    def authentications(self) -> int:
+        """How many times the connection authenticated with SASL (0: it does not use SASL)."""
+        return self.sasl.authentications if self.sasl is not None else 0
+
+    @property
+    def principal(self) -> str:
+        """Who the connection authenticated as, in Kafka's form: ``User:alice`` (SASL),
+        ``User:CN=client`` (the certificate subject, mutual TLS) or ``User:ANONYMOUS``."""
+        if self.sasl is not None and self.sasl.user is not None:
+            return f"User:{self.sasl.user}"
+        if self._certificate_subject is not None:
+            return f"User:{self._certificate_subject}"
+        return "User:ANONYMOUS"
 
     async def serve(self) -> None:
         """Answer requests until the client disconnects or sends something we cannot answer."""
@@ -106,6 +148,8 @@ class Connection:
 
     async def _process(self, payload: bytes) -> bool:
         """Handle one request frame; False closes the connection."""
+        if self.sasl is not None and self.sasl.expects_raw_token:
+            return await self._raw_sasl_token(payload)
         reader = Reader(payload)
         header = decode_request_header(reader)
         self.client_id = header.client_id
@@ -135,6 +179,13 @@ class Connection:
         if spec.is_flexible(version):
             skip_tagged_fields(reader, "RequestHeader")
         request = self._decode_body(spec, payload, reader, version)
+        if isinstance(request, (SaslHandshakeRequest, SaslAuthenticateRequest)):
+            return await self._sasl_request(request, version, header)
+        if self.sasl is not None and header.api_key != ApiKey.API_VERSIONS:
+            refusal = self.sasl.admit(spec.name)
+            if refusal is not None:
+                logger.warning("closing connection %s (client %s): %s", self.peer, self.client_id, refusal)
+                return False
         try:
             response = await self.broker.handle(self.session, header, request)
         except Exception:
@@ -169,6 +220,48 @@ class Connection:
             except Exception:
                 logger.exception("could not even answer UNKNOWN_SERVER_ERROR; closing %s", self.peer)
                 return False
+
+    async def _sasl_request(
+        self, request: SaslHandshakeRequest | SaslAuthenticateRequest, version: int, header: RequestHeader
+    ) -> bool:
+        """Answer a SASL request; False (after answering) when the connection must close."""
+        response: SaslHandshakeResponse | SaslAuthenticateResponse
+        if self.sasl is None:  # not a SASL listener: Kafka answers ILLEGAL_SASL_STATE
+            code = ErrorCode.ILLEGAL_SASL_STATE
+            if isinstance(request, SaslHandshakeRequest):
+                response = SaslHandshakeResponse(error_code=code, mechanisms=[])
+            else:
+                response = SaslAuthenticateResponse(
+                    error_code=code, error_message="this listener does not use SASL", auth_bytes=b""
+                )
+            return await self._send(response, version, header)
+        if isinstance(request, SaslHandshakeRequest):
+            answer = self.sasl.handshake(request.mechanism, version)
+        else:
+            answer = self.sasl.authenticate(request.auth_bytes)
+        assert isinstance(answer.response, (SaslHandshakeResponse, SaslAuthenticateResponse))
+        await self._send(answer.response, version, header)
+        return self._after_sasl_answer(answer.close_reason)
+
+    async def _raw_sasl_token(self, token: bytes) -> bool:
+        """A SASL token framed without a request header (after SaslHandshake v0)."""
+        assert self.sasl is not None
+        answer = self.sasl.raw_token(token)
+        assert isinstance(answer.response, bytes)
+        if answer.close_reason is None:
+            self.writer.write(frame(answer.response))
+            await self.writer.drain()
+        return self._after_sasl_answer(answer.close_reason)
+
+    def _after_sasl_answer(self, close_reason: str | None) -> bool:
+        if close_reason is not None:
+            logger.warning(
+                "closing connection %s (client %s): SASL: %s", self.peer, self.client_id, close_reason
+            )
+            return False
+        if self.sasl is not None and self.sasl.state.value == "authenticated":
+            logger.debug("connection %s authenticated as %s", self.peer, self.principal)
+        return True
 
     def _decode_body(self, spec: ApiSpec, payload: bytes, reader: Reader, version: int) -> Message:
         """The request body. Bytes after it are ignored, as Kafka ignores them: librdkafka's

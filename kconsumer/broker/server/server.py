@@ -20,7 +20,7 @@ import ssl
 
 from .broker import Broker
 from .config import ServerConfig, TlsListener
-from .connection import Connection
+from .connection import Connection, ConnectionInfo
 from .metadata import Endpoint
 
 logger = logging.getLogger("kconsumer.broker.server")
@@ -53,9 +53,12 @@ class ReferenceServer:
         """Client connections currently open."""
         return len(self._connections)
 
-    def connection_security(self) -> list[tuple[str, str | None, str, str | None]]:
-        """(peer, client id, security protocol, principal) of each open client connection."""
-        return [(c.peer, c.client_id, c.security_protocol, c.principal) for c in self._connections]
+    def connection_security(self) -> list[ConnectionInfo]:
+        """Each open client connection's peer, client id, security protocol and principal."""
+        return [
+            ConnectionInfo(c.peer, c.client_id, c.security_protocol, c.principal, c.authentications)
+            for c in self._connections
+        ]
 
     async def start(self) -> None:
         """Bind, listen and start accepting connections."""
@@ -79,7 +82,9 @@ class ReferenceServer:
         logger.info("reference cluster listening on %s:%d", self.config.host, self.port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = Connection(self.broker, reader, writer, self.config.max_frame_bytes)
+        connection = Connection(
+            self.broker, reader, writer, self.config.max_frame_bytes, sasl=self.config.sasl
+        )
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task

@@ -106,6 +106,12 @@ HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
         "not authorized to describe some subscribed topics ({message}): grant DESCRIBE on them "
         "or change the subscription; the consumer keeps retrying",
     ),
+    ErrorCode.SASL_AUTHENTICATION_FAILED: ErrorRule(
+        A.REPORT,
+        "cannot authenticate to the brokers of group {group!r} ({message}): check sasl.mechanisms, "
+        "sasl.username and sasl.password (or the OAUTHBEARER token); the consumer keeps retrying and "
+        "picks up new credentials from set_sasl_credentials",
+    ),
     ErrorCode.NOT_COORDINATOR: ErrorRule(A.FIND_COORDINATOR),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorRule(A.FIND_COORDINATOR),
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorRule(A.RETRY),

@@ -5,6 +5,10 @@ connection's requests in order). Any transport failure, timeout or undecodable r
 the connection and fails every request in flight with a `TransportError`; the caller reconnects.
 Which version to send is the caller's decision (the member session negotiates with ApiVersions,
 whose KIP-511 refusal, written in the v0 layout, is read here as an UNSUPPORTED_VERSION answer).
+
+With SASL the connection authenticates right after it opens (`authentication.SaslAuthenticator`)
+and, when the broker gives the session a lifetime (KIP-368), again at 90 % of it: requests made
+meanwhile wait until re-authentication is done; a failed re-authentication closes the connection.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import asyncio
 import logging
 import ssl
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import ErrorCode, KConsumerError, ProtocolError
 from ...protocol.api import ApiKey, decode_response, encode_request, spec_for
@@ -22,7 +26,13 @@ from ...protocol.messages.api_versions import ApiVersionsResponse
 from ...protocol.negotiation import refused_api_versions
 from ...protocol.schema import Message
 
+if TYPE_CHECKING:
+    from .authentication import SaslAuthenticator
+
 log = logging.getLogger("kconsumer.client.runtime")
+
+#: Share of the broker's session lifetime after which a connection re-authenticates.
+REAUTHENTICATE_SHARE = 0.9
 
 R = TypeVar("R", bound=Message)
 
@@ -71,6 +81,12 @@ class BrokerConnection:
         self._next_id = 0
         self._closed: TransportError | None = None
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+        #: Set while requests may go out (cleared during re-authentication).
+        self._open_for_requests = asyncio.Event()
+        self._open_for_requests.set()
+        self._reauthentication: asyncio.TimerHandle | None = None
+        #: SASL authentications done on this connection (0 without SASL).
+        self.authentications = 0
 
     @classmethod
     async def open(
@@ -80,9 +96,11 @@ class BrokerConnection:
         connect_timeout_s: float,
         request_timeout_s: float,
         tls: ssl.SSLContext | None = None,
+        sasl: SaslAuthenticator | None = None,
     ) -> BrokerConnection:
         """Connect, with TLS when `tls` is given (TransportError when the broker cannot be reached
-        in time or the TLS handshake fails: an untrusted certificate, a host it does not name)."""
+        in time or the TLS handshake fails: an untrusted certificate, a host it does not name),
+        then authenticate with `sasl` (AuthenticationFailedError, after closing, when it fails)."""
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(
@@ -95,7 +113,45 @@ class BrokerConnection:
             )
         except (OSError, asyncio.TimeoutError) as exc:
             raise TransportError(f"cannot connect to {address}: {exc or type(exc).__name__}") from None
-        return cls(address, reader, writer, client_id, request_timeout_s)
+        connection = cls(address, reader, writer, client_id, request_timeout_s)
+        if sasl is not None:
+            try:
+                await connection._authenticate(sasl)
+            except BaseException:
+                connection.close()
+                raise
+        return connection
+
+    async def _authenticate(self, sasl: SaslAuthenticator) -> None:
+        lifetime_ms = await sasl.authenticate(self)
+        self.authentications += 1
+        log.debug(
+            "%s: SASL %s authenticated (session lifetime %d ms)",
+            self.address,
+            sasl.settings.mechanism,
+            lifetime_ms,
+        )
+        if lifetime_ms > 0:
+            delay = lifetime_ms * REAUTHENTICATE_SHARE / 1000
+            self._reauthentication = asyncio.get_running_loop().call_later(
+                delay, lambda: asyncio.ensure_future(self._reauthenticate(sasl))
+            )
+
+    async def _reauthenticate(self, sasl: SaslAuthenticator) -> None:
+        """KIP-368: hold new requests, let those in flight finish, authenticate again."""
+        if self._closed is not None:
+            return
+        self._open_for_requests.clear()
+        try:
+            in_flight = [pending.future for pending in self._pending.values()]
+            if in_flight:
+                await asyncio.wait(in_flight, timeout=self.request_timeout_s)
+            await self._authenticate(sasl)
+        except Exception as exc:  # AuthenticationFailedError, TransportError
+            log.warning("%s: SASL re-authentication failed, closing the connection: %s", self.address, exc)
+            self._fail(TransportError(f"{self.address}: SASL re-authentication failed: {exc}"))
+        finally:
+            self._open_for_requests.set()
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -104,7 +160,14 @@ class BrokerConnection:
         return self._closed is not None
 
     async def request(self, message: R, version: int) -> Message:
-        """Send `message` at `version` and await its response."""
+        """Send `message` at `version` and await its response (after a re-authentication in
+        progress, if any)."""
+        if not self._open_for_requests.is_set():
+            await self._open_for_requests.wait()
+        return await self._send(message, version)
+
+    async def sasl_request(self, message: Message, version: int) -> Message:
+        """A request of the SASL exchange itself (never held back by re-authentication)."""
         return await self._send(message, version)
 
     async def _send(self, message: Message, version: int) -> Message:
@@ -179,6 +242,9 @@ class BrokerConnection:
             if not pending.future.done():
                 pending.future.set_exception(error)
         self._pending.clear()
+        if self._reauthentication is not None:
+            self._reauthentication.cancel()
+        self._open_for_requests.set()  # waiting requests then fail with the closing error
         self._writer.close()
         if not self._reader_task.done() and self._reader_task is not asyncio.current_task():
             self._reader_task.cancel()

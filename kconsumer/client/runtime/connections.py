@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 
+from .authentication import SaslAuthenticator
 from .connection import Address, BrokerConnection
 
 
@@ -17,9 +18,11 @@ class Connections:
         connect_timeout_s: float,
         request_timeout_s: float,
         tls: ssl.SSLContext | None = None,
+        sasl: SaslAuthenticator | None = None,
     ) -> None:
         self.client_id = client_id
         self.tls = tls
+        self.sasl = sasl
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._connections: dict[Address, BrokerConnection] = {}
@@ -27,7 +30,8 @@ class Connections:
 
     async def get(self, address: Address) -> BrokerConnection:
         """A live connection to `address` (opened if needed; concurrent callers share one
-        attempt). Raises TransportError when it cannot be opened."""
+        attempt). Raises TransportError when it cannot be opened, AuthenticationFailedError when
+        SASL authentication fails."""
         existing = self._connections.get(address)
         if existing is not None and not existing.closed:
             return existing
@@ -35,7 +39,12 @@ class Connections:
         if opening is None:
             opening = asyncio.ensure_future(
                 BrokerConnection.open(
-                    address, self.client_id, self.connect_timeout_s, self.request_timeout_s, self.tls
+                    address,
+                    self.client_id,
+                    self.connect_timeout_s,
+                    self.request_timeout_s,
+                    self.tls,
+                    self.sasl,
                 )
             )
             self._opening[address] = opening

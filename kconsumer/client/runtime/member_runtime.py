@@ -15,7 +15,6 @@ import concurrent.futures
 import logging
 import queue
 import random
-import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +26,9 @@ from ..member.cluster import parse_bootstrap
 from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
 from ..member.events import AssignorFinished, Event, RequestFailed, ResponseReceived, Tick
 from ..member.model import TopicIdPartition
+from ..sasl import AuthenticationFailedError
+from ..tls import ConnectionSecurity
+from .authentication import SaslAuthenticator
 from .background import BackgroundLoop
 from .connection import Address, RequestTimeoutError, TransportError
 from .connections import Connections
@@ -62,7 +64,7 @@ class MemberRuntime:
         member_id: str,
         background: BackgroundLoop,
         assignors: LocalAssignors | None = None,
-        tls: ssl.SSLContext | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.config = config
         self.group_id = config.require_group()
@@ -73,7 +75,8 @@ class MemberRuntime:
             config.client_id,
             config.socket_connection_setup_timeout_ms / 1000,
             config.request_timeout_ms / 1000,
-            tls,
+            security.tls if security is not None else None,
+            SaslAuthenticator(security.sasl) if security is not None and security.sasl is not None else None,
         )
         self._bg = background
         self._assignors = assignors
@@ -199,6 +202,8 @@ class MemberRuntime:
             response = await connection.request(effect.request, effect.version)
         except RequestTimeoutError as exc:
             event = RequestFailed(effect.request_id, ErrorCode.REQUEST_TIMED_OUT, str(exc))
+        except AuthenticationFailedError as exc:
+            event = RequestFailed(effect.request_id, ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
         except TransportError as exc:
             event = RequestFailed(effect.request_id, ErrorCode.NETWORK_EXCEPTION, str(exc))
         else:

@@ -14,6 +14,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    sasl,
 )
 
 _MODULES = (
@@ -27,6 +28,7 @@ _MODULES = (
     metadata,
     offsets,
     produce,
+    sasl,
 )
 
 
