@@ -266,6 +266,17 @@ class ReferenceCluster:
         SASL authentications): tests prove with it that every connection was secured."""
         return self._call(lambda _broker: self._server.connection_security())
 
+    def accepted_connections(self) -> int:
+        """Client connections accepted since start (tests count reconnect attempts with it)."""
+        return self._call(lambda _broker: self._server.accepted_connections)
+
+    def set_password(self, user: str, password: str) -> None:
+        """Change (or add) a SASL user's password: later authentications need the new one."""
+        sasl = self.config.sasl
+        if sasl is None:
+            raise ValueError("this cluster's listener does not use SASL")
+        self._call(lambda _broker: sasl.users.set_password(user, password))
+
     @property
     def port(self) -> int:
         """The port the broker listens on."""

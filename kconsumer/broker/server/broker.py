@@ -33,6 +33,7 @@ from ...protocol.uuid import Uuid
 from ..coordinator import GroupCoordinator, MetadataImage
 from ..coordinator.records import Record
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from .authorization import RequestAuthorization
 from .config import ServerConfig
 from .error_responses import error_response
 from .events import CAUSE_METADATA, CAUSE_REQUEST, CAUSE_TIMER, GroupEventLog
@@ -150,6 +151,12 @@ class Broker:
         the connection without answering). Exceptions propagate to the caller."""
         key, version = header.api_key, header.api_version
         response: Message | None
+        checks = self._authorization(session)
+        if checks is not None:
+            denied = checks.denial(request, version)
+            if denied is not None:
+                return denied
+            request, add_refusals = checks.split_writes(request, version)
         injected = self.faults.take_error(key) if self.faults else None
         if injected is not None:
             code, message = injected
@@ -179,7 +186,21 @@ class Broker:
                     "injected fault: dropping the response to %s v%d", type(request).__name__, version
                 )
                 return DROP
+        if checks is not None and isinstance(response, Message):
+            add_refusals(response)
+            response = checks.mark_reads(request, response)
         return response
+
+    def _authorization(self, session: ClientSession) -> RequestAuthorization | None:
+        """The ACL checks for this connection's requests (None: no authorizer configured)."""
+        authorizer = self.config.authorizer
+        if authorizer is None:
+            return None
+        return RequestAuthorization(authorizer, session.principal(), self._topic_name)
+
+    def _topic_name(self, topic_id: Uuid) -> str | None:
+        topic = self.topics.get_by_id(topic_id)
+        return None if topic is None else topic.name
 
     def call(self, request: Message, version: int) -> Message | None:
         """Answer a request made in-process (no faults, no session): the admin helpers of

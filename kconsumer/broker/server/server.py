@@ -34,6 +34,8 @@ class ReferenceServer:
         self._server: asyncio.Server | None = None
         self._broker: Broker | None = None
         self._connections: dict[Connection, asyncio.Task[None]] = {}
+        #: Client connections accepted since start (a reconnect storm shows here).
+        self.accepted_connections = 0
         self.port = self.config.port
 
     @property
@@ -88,6 +90,7 @@ class ReferenceServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task
+        self.accepted_connections += 1
         logger.debug("connection from %s", connection.peer)
         try:
             await connection.serve()

@@ -35,21 +35,25 @@ class ScramCredential:
 
 @dataclass(frozen=True)
 class Users:
-    """Users and their salted credentials; build with `Users.of({"alice": "alice-secret"})`."""
+    """Users and their salted credentials; build with `Users.of({"alice": "alice-secret"})`.
+    `set_password` changes them in place (a credential rotation: connections authenticate against
+    the new one from then on)."""
 
-    scram: Mapping[str, Mapping[str, ScramCredential]] = field(default_factory=dict)
+    scram: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, passwords: Mapping[str, str], iterations: int = SCRAM_ITERATIONS) -> Users:
         """Derive every mechanism's credential for each user (the passwords are then dropped)."""
-        scram: dict[str, dict[str, ScramCredential]] = {}
+        users = cls()
+        for user, password in passwords.items():
+            users.set_password(user, password, iterations)
+        return users
+
+    def set_password(self, user: str, password: str, iterations: int = SCRAM_ITERATIONS) -> None:
+        """Add `user` or replace its credentials (every mechanism)."""
         for mechanism in _SCRAM:
-            derive = scramp.ScramMechanism(mechanism)
-            scram[mechanism] = {
-                user: ScramCredential(*derive.make_auth_info(password, iteration_count=iterations))
-                for user, password in passwords.items()
-            }
-        return cls(scram)
+            info = scramp.ScramMechanism(mechanism).make_auth_info(password, iteration_count=iterations)
+            self.scram.setdefault(mechanism, {})[user] = ScramCredential(*info)
 
     def names(self) -> frozenset[str]:
         """Every known user name."""
