@@ -114,7 +114,7 @@ class RequestAuthorization:
                 if not self._topic_allowed("Read", topic):
                     for partition in topic.partitions:
                         partition.error_code = TOPIC_DENIED
-                        partition.records = None
+                        partition.records = b""  # Kafka answers MemoryRecords.EMPTY, never null
                         partition.high_watermark = -1
         elif isinstance(response, ListOffsetsResponse):
             self._mark_offsets(response.topics)
