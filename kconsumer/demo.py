@@ -135,6 +135,9 @@ class Demo:
             session_timeout_ms=self.args.session_timeout_ms,
             assignment_interval_ms=0,
             security_protocol=self.args.security.upper(),
+            sasl_mechanisms=("SCRAM-SHA-512",),
+            users={"demo": "demo-secret"},
+            max_reauth_ms=5000,
         ) as cluster:
             cluster.create_topic(TOPIC, self.args.partitions)
             self.say(
@@ -280,9 +283,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--print-interval", type=float, default=1.0, help="seconds between group views (1)")
     parser.add_argument(
         "--security",
-        choices=("plaintext", "ssl"),
+        choices=("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),
         default="plaintext",
-        help="the listener's security: ssl runs every connection over TLS (plaintext)",
+        help="the listener's security: ssl runs every connection over TLS; sasl_* authenticate "
+        "user 'demo' with SCRAM-SHA-512, re-authenticating every 5 s (plaintext)",
     )
 
 

@@ -1,5 +1,5 @@
 """The demo (the first command of the README) runs to the end and loses nothing, in plaintext and
-over TLS (`--security ssl`)."""
+over TLS (`--security ssl`) and over SASL_SSL with SCRAM-SHA-512 (`--security sasl_ssl`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("security", ["plaintext", "ssl"])
+@pytest.mark.parametrize("security", ["plaintext", "ssl", "sasl_ssl"])
 def test_the_demo_consumes_everything(security: str) -> None:
     command = [
         sys.executable, "-m", "kconsumer", "demo",

@@ -145,6 +145,9 @@ def test_serve_options() -> None:
         ["serve", "--ssl-certificate", "/nonexistent.pem", "--ssl-key", "/nonexistent.key"],
         ["serve", "--ssl-key", "/nonexistent.key"],
         ["serve", "--ssl-client-ca", "/nonexistent.pem"],
+        ["serve", "--user", "alice:secret"],
+        ["serve", "--sasl-mechanism", "PLAIN"],
+        ["serve", "--sasl-mechanism", "PLAIN", "--user", "no-password"],
     ],
 )
 def test_serve_rejects_bad_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -195,6 +198,52 @@ def test_serve_over_tls(tmp_path: Path) -> None:
         plaintext = ck.Producer({"bootstrap.servers": bootstrap})
         with pytest.raises(ck.KafkaException):
             plaintext.list_topics(timeout=2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
+
+
+def test_serve_with_sasl_scram(tmp_path: Path) -> None:
+    """--sasl-mechanism/--user: the standalone broker authenticates with SCRAM; confluent-kafka
+    and kconsumer log in, a wrong password is refused."""
+    from kconsumer import Consumer
+
+    process, bootstrap = _start(
+        tmp_path / "serve.log",
+        "--topic",
+        "secured:1",
+        "--sasl-mechanism",
+        "SCRAM-SHA-256",
+        "--user",
+        "alice:alice-secret",
+        "--max-reauth-ms",
+        "60000",
+    )
+    try:
+        secured = {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        }
+        producer = ck.Producer(secured)
+        producer.produce("secured", b"over sasl")
+        assert producer.flush(10) == 0
+        consumer = Consumer({**secured, "group.id": "serve-sasl", "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["secured"])
+            deadline = time.monotonic() + 20
+            message = None
+            while (message is None or message.error() is not None) and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+            assert message is not None and message.value() == b"over sasl"
+        finally:
+            consumer.close()
+        errors: list[ck.KafkaError] = []
+        wrong = ck.Producer({**secured, "sasl.password": "wrong", "error_cb": errors.append})
+        wrong.poll(2)
+        assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=20)

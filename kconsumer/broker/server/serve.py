@@ -19,6 +19,7 @@ from ..coordinator import CoordinatorConfig
 from ..coordinator.assignors import resolve_assignors
 from .config import ServerConfig, TlsListener
 from .log import topic_name_error
+from .security import SASL_MECHANISMS, SaslSettings, Users
 from .server import ReferenceServer
 
 logger = logging.getLogger("kconsumer.broker.server")
@@ -121,6 +122,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="require client certificates signed by this CA (mutual TLS; with --ssl-certificate)",
     )
     parser.add_argument(
+        "--sasl-mechanism",
+        action="append",
+        default=None,
+        choices=SASL_MECHANISMS,
+        help="authenticate every connection with SASL (SASL_PLAINTEXT, or SASL_SSL with "
+        "--ssl-certificate); repeat to enable several mechanisms",
+    )
+    parser.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a SASL user (repeatable); its SCRAM credentials are derived at start, salted",
+    )
+    parser.add_argument(
+        "--max-reauth-ms",
+        type=int,
+        default=None,
+        help="connections.max.reauth.ms: clients must re-authenticate within this (default: never)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -144,6 +166,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
     )
     return ServerConfig(
         tls=_tls_from(args),
+        sasl=_sasl_from(args),
         host=args.host,
         port=args.port,
         advertised_host=args.advertised_host,
@@ -170,6 +193,22 @@ def _tls_from(args: argparse.Namespace) -> TlsListener | None:
         if path is not None and not os.access(path, os.R_OK):
             raise ConfigError(name, f"cannot read {path!r}")
     return TlsListener(args.ssl_certificate, args.ssl_key, args.ssl_client_ca)
+
+
+def _sasl_from(args: argparse.Namespace) -> SaslSettings | None:
+    if not args.sasl_mechanism:
+        if args.user or args.max_reauth_ms is not None:
+            raise ConfigError("sasl-mechanism", "--user and --max-reauth-ms need --sasl-mechanism")
+        return None
+    passwords: dict[str, str] = {}
+    for entry in args.user:
+        name, sep, password = entry.partition(":")
+        if not sep or not name or not password:
+            raise ConfigError("user", f"expected NAME:PASSWORD, got {entry!r}")
+        passwords[name] = password
+    if not passwords and args.sasl_mechanism != ["OAUTHBEARER"]:
+        raise ConfigError("user", "PLAIN and SCRAM need at least one --user NAME:PASSWORD")
+    return SaslSettings(tuple(args.sasl_mechanism), Users.of(passwords), args.max_reauth_ms)
 
 
 async def serve(config: ServerConfig, topics: list[tuple[str, int]]) -> None:
