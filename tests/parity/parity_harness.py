@@ -37,6 +37,13 @@ INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {
         "_AUTO_OFFSET_RESET event asks the application to decide"
     ),
     ("auto.offset.reset=error", "first offset after seek"): "follows from the seek() difference above",
+    ("sasl wrong password", "raised from poll"): (
+        "confluent-kafka only logs a failed SASL authentication and hands it to error_cb (an "
+        "application without error_cb never hears of it, while its consumer retries forever); "
+        "kconsumer also raises it from poll() as a non-fatal _AUTHENTICATION KafkaException (at most "
+        "once per failed retry, backing off), as Kafka's Java consumer throws AuthenticationException "
+        "from poll(); it keeps retrying and picks up set_sasl_credentials"
+    ),
 }
 
 IMPLEMENTATIONS = ("confluent", "kconsumer")
