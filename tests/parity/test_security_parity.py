@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from consumer_harness import fast_cluster
 from parity_harness import Run, compare, read
 
 from kconsumer.testing import ReferenceCluster
@@ -17,10 +18,7 @@ from kconsumer.testing import ReferenceCluster
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[ReferenceCluster]:
-    with ReferenceCluster(
-        heartbeat_interval_ms=100,
-        session_timeout_ms=1500,
-        assignment_interval_ms=0,
+    with fast_cluster(
         security_protocol="SASL_PLAINTEXT",
         sasl_mechanisms=("PLAIN",),
         users={"alice": "alice-secret"},

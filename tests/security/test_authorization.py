@@ -12,7 +12,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from consumer_harness import config, wait_until
+from consumer_harness import config, fast_cluster, wait_until
 
 from kconsumer import Consumer
 from kconsumer.testing import Acl, ReferenceCluster
@@ -27,10 +27,7 @@ ACLS = [
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ReferenceCluster]:
-    with ReferenceCluster(
-        heartbeat_interval_ms=100,
-        session_timeout_ms=1500,
-        assignment_interval_ms=0,
+    with fast_cluster(
         security_protocol="SASL_PLAINTEXT",
         sasl_mechanisms=("PLAIN",),
         users={"alice": "alice-secret", "admin": "admin-secret"},

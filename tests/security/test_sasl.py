@@ -15,7 +15,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from consumer_harness import Ledger, Member, cluster_committed, config, wait_until
+from consumer_harness import Ledger, Member, cluster_committed, config, fast_cluster, wait_until
 
 from kconsumer import Consumer
 from kconsumer.protocol.api import encode_request
@@ -32,10 +32,7 @@ LISTENERS = [
 
 
 def secured(protocol: str, mechanism: str, **options: Any) -> ReferenceCluster:
-    return ReferenceCluster(
-        heartbeat_interval_ms=100,
-        session_timeout_ms=1500,
-        assignment_interval_ms=0,
+    return fast_cluster(
         security_protocol=protocol,
         sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
         if mechanism != "SCRAM-SHA-512"
@@ -120,7 +117,10 @@ def test_a_kconsumer_group_with_every_connection_authenticated(
         assert {c.principal for c in connections} == {"User:alice"}
         assert {c.security_protocol for c in connections} == {cluster.config.security_protocol}
         members[0].close()  # the partitions move: the ledger checks the hand-over
-        wait_until(lambda: ledger.consuming("m1", "m2"), timeout=30, what="the others taking over")
+        for p in range(6):
+            produced[(topic, p)] += cluster.produce(topic, [b"after"], partition=p)
+        wait_until(lambda: ledger.has_all(produced), timeout=30, what="the others taking over")
+        assert members[0].owned() == set()
     finally:
         for member in members:
             member.close()

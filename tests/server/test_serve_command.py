@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka as ck
 import pytest
@@ -187,11 +188,7 @@ def test_serve_over_tls(tmp_path: Path) -> None:
         assert producer.flush(10) == 0
         consumer = Consumer({**secured, "group.id": "serve-tls", "auto.offset.reset": "earliest"})
         try:
-            consumer.subscribe(["secured"])
-            deadline = time.monotonic() + 20
-            message = None
-            while (message is None or message.error() is not None) and time.monotonic() < deadline:
-                message = consumer.poll(0.2)
+            message = _first_record(consumer, "secured")
             assert message is not None and message.value() == b"over tls"
         finally:
             consumer.close()
@@ -232,11 +229,7 @@ def test_serve_with_sasl_scram(tmp_path: Path) -> None:
         assert producer.flush(10) == 0
         consumer = Consumer({**secured, "group.id": "serve-sasl", "auto.offset.reset": "earliest"})
         try:
-            consumer.subscribe(["secured"])
-            deadline = time.monotonic() + 20
-            message = None
-            while (message is None or message.error() is not None) and time.monotonic() < deadline:
-                message = consumer.poll(0.2)
+            message = _first_record(consumer, "secured")
             assert message is not None and message.value() == b"over sasl"
         finally:
             consumer.close()
@@ -247,3 +240,13 @@ def test_serve_with_sasl_scram(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=20)
+
+
+def _first_record(consumer: Any, topic: str) -> Any:
+    """The first record `consumer` reads from `topic` (None after 20 s)."""
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 20
+    message = None
+    while (message is None or message.error() is not None) and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+    return message
