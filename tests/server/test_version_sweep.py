@@ -44,6 +44,7 @@ from kconsumer.protocol.messages.offsets import (
     OffsetFetchRequestTopics,
 )
 from kconsumer.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from kconsumer.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kconsumer.protocol.schema import Message
 from kconsumer.protocol.uuid import Uuid
 from kconsumer.testing import ReferenceCluster
@@ -137,6 +138,9 @@ BUILDERS: dict[int, Builder] = {
     ApiKey.CREATE_PARTITIONS: lambda v, tid: CreatePartitionsRequest(
         topics=[CreatePartitionsTopic(name="t", count=1, assignments=None)]
     ),
+    # On this plaintext listener both are answered ILLEGAL_SASL_STATE, as Kafka's non-SASL listeners do.
+    ApiKey.SASL_HANDSHAKE: lambda v, tid: SaslHandshakeRequest(mechanism="PLAIN"),
+    ApiKey.SASL_AUTHENTICATE: lambda v, tid: SaslAuthenticateRequest(auth_bytes=b"\x00u\x00p"),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: lambda v, tid: ConsumerGroupDescribeRequest(group_ids=["g", "hb0"]),
     ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: lambda v, tid: ConsumerGroupPrepareAssignmentRequest(
