@@ -51,6 +51,7 @@ from ..protocol.messages.produce import (
     TopicProduceData,
 )
 from ..protocol.uuid import Uuid
+from .cluster_brokers import ClusterBrokers
 from .secured import ClusterSecurity
 
 T = TypeVar("T")
@@ -103,6 +104,8 @@ class GroupDescription:
     #: The epoch of the current target assignment.
     assignment_epoch: int
     members: Mapping[str, MemberDescription] = field(default_factory=dict)
+    #: The node id of the broker coordinating the group.
+    coordinator: int = 1
 
     @property
     def owners(self) -> dict[tuple[str, int], list[str]]:
@@ -114,17 +117,19 @@ class GroupDescription:
         return out
 
 
-class ReferenceCluster:
-    """The reference cluster (one in-memory, Kafka-wire-compatible broker) in a background thread.
+class ReferenceCluster(ClusterBrokers):
+    """The reference cluster (`brokers` in-memory, Kafka-wire-compatible brokers sharing one
+    metadata view) in a background thread.
 
-    A context manager: entering starts it on `host` and `port` (0: a free port), leaving stops it.
+    A context manager: entering starts it on `host` and `port` (0: free ports), leaving stops it.
     Point any Kafka client at `bootstrap_servers`. Keyword options shorten the group coordinator's
     timers for tests (Kafka's defaults otherwise: 45 s session timeout, 5 s heartbeat interval,
     1 s assignment interval) and choose its server-side `assignors` (the first is the default).
 
     Besides admin and data helpers, it injects faults for the consumer's fault tests:
     `inject_error`, `delay_responses`, `drop_responses`, `fail_over_coordinator` and
-    `drop_connections`.
+    `drop_connections`; and the broker faults of a multi-broker cluster (`stop_broker`,
+    `start_broker`, `move_coordinator`, `move_leader`, with `coordinator_node` and `leader`).
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class ReferenceCluster:
         max_group_size: int | None = None,
         default_partitions: int = 1,
         retention_bytes: int | None = None,
+        brokers: int = 1,
         security_protocol: str = "PLAINTEXT",
         ssl_client_auth: bool = False,
         sasl_mechanisms: Iterable[str] = ("SCRAM-SHA-512",),
@@ -189,6 +195,7 @@ class ReferenceCluster:
                 tls=self.security.tls,
                 sasl=self.security.sasl,
                 authorizer=self.security.authorizer,
+                brokers=brokers,
             )
         self.config = config
         self._server = ReferenceServer(config)
@@ -426,10 +433,11 @@ class ReferenceCluster:
         """The consumer group as the coordinator holds it now, or None if there is no such group."""
 
         def describe(broker: Broker) -> GroupDescription | None:
-            group = broker.coordinator.group(group_id)
+            coordinator = broker.coordinators.of_group(group_id)
+            group = coordinator.group(group_id)
             if group is None:
                 return None
-            names = {tid: t.name for tid, t in broker.coordinator.image.topics_by_id.items()}
+            names = {tid: t.name for tid, t in coordinator.image.topics_by_id.items()}
             members = {m.member_id: _member(group, m, names) for m in group.members.values()}
             return GroupDescription(
                 group_id=group_id,
@@ -437,19 +445,22 @@ class ReferenceCluster:
                 state=group.state().value,
                 assignment_epoch=group.assignment_epoch,
                 members=dict(sorted(members.items())),
+                coordinator=broker.nodes.coordinator_of(group_id),
             )
 
         return self._call(describe)
 
     def list_groups(self) -> list[str]:
         """The ids of every consumer group."""
-        return self._call(lambda broker: sorted(broker.coordinator.state.groups))
+        return self._call(
+            lambda broker: sorted(g for _p, shard in broker.coordinators.items() for g in shard.state.groups)
+        )
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by (topic name, partition)."""
 
         def read(broker: Broker) -> dict[tuple[str, int], int]:
-            stored = broker.coordinator.state.offsets.get(group_id, {})
+            stored = broker.coordinators.of_group(group_id).state.offsets.get(group_id, {})
             return {key: value.offset for key, value in sorted(stored.items())}
 
         return self._call(read)
@@ -483,9 +494,10 @@ class ReferenceCluster:
         looks the coordinator up again and retries), as after a real coordinator move."""
         self._call(lambda broker: broker.fail_over_coordinator())
 
-    def drop_connections(self) -> int:
-        """Close every client connection now; returns how many. Clients reconnect by themselves."""
-        return self._call(lambda broker: self._server.drop_connections())
+    def drop_connections(self, node_id: int | None = None) -> int:
+        """Close every client connection (of broker `node_id`, or of all) now; returns how many.
+        Clients reconnect by themselves."""
+        return self._call(lambda broker: self._server.drop_connections(node_id))
 
 
 def _bytes(value: Value) -> bytes | None:

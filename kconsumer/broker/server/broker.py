@@ -25,23 +25,32 @@ from ...protocol.headers import RequestHeader
 from ...protocol.messages.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from ...protocol.messages.api_versions import ApiVersionsRequest
 from ...protocol.messages.fetch import FetchRequest
+from ...protocol.messages.list_groups import ListGroupsResponse
 from ...protocol.messages.list_offsets import ListOffsetsRequest
 from ...protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest
 from ...protocol.messages.produce import ACKS_NONE, ProduceRequest
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from ..coordinator import GroupCoordinator, MetadataImage
-from ..coordinator.records import Record
+from ..coordinator import MetadataImage
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_topics
 from .authorization import RequestAuthorization
 from .config import ServerConfig
 from .error_responses import error_response
-from .events import CAUSE_METADATA, CAUSE_REQUEST, CAUSE_TIMER, GroupEventLog
+from .events import GroupEventLog
 from .faults import Faults
 from .fetch import handle_fetch, handle_list_offsets
+from .group_routing import for_group, group_ids, merged
 from .log import Topics
-from .metadata import Endpoint, handle_api_versions, handle_find_coordinator, handle_metadata
+from .metadata import (
+    BrokerAddress,
+    ClusterView,
+    handle_api_versions,
+    handle_find_coordinator,
+    handle_metadata,
+)
+from .nodes import ANY_NODE, ClusterNodes
 from .produce import handle_produce
+from .shards import CoordinatorShards
 
 logger = logging.getLogger("kconsumer.broker.server")
 
@@ -97,6 +106,13 @@ class ClientSession:
     gone: Callable[[], bool] = lambda: False
     #: Who the connection authenticated as (``User:alice``; ``User:ANONYMOUS`` when nobody).
     principal: Callable[[], str] = lambda: "User:ANONYMOUS"
+    #: The broker the connection reached, and the listener (its addresses are advertised).
+    node_id: int = 1
+    listener: str = ""
+
+
+#: The cluster's own helpers act as the leader of every partition.
+_IN_PROCESS = ClientSession(client_host="/in-process", node_id=ANY_NODE)
 
 
 class Broker:
@@ -105,34 +121,35 @@ class Broker:
     def __init__(
         self,
         config: ServerConfig,
-        endpoint: Endpoint,
         loop: asyncio.AbstractEventLoop,
         *,
         new_topic_id: Callable[[], Uuid] = random_uuid,
         new_member_id: Callable[[], str] = random_member_id,
     ) -> None:
         self.config = config
-        self.endpoint = endpoint
         self.faults = Faults()
         self.events = GroupEventLog()
         self._loop = loop
-        self._new_member_id = new_member_id
-        self.coordinator = GroupCoordinator(
-            config.coordinator, new_member_id=new_member_id, keep_log=config.keep_coordinator_log
-        )
-        self.coordinator_generation = 0
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline: int | None = None
+        self.nodes = ClusterNodes(range(1, config.brokers + 1), config.advertised, config.offsets_partitions)
         self.topics = Topics(new_topic_id, config.retention_bytes, on_change=self._metadata_changed)
+        self.topics.place = self.nodes.topic_leaders
+        self.coordinators = CoordinatorShards(
+            config, loop, lambda: self.topics.image, new_member_id, self.events, config.offsets_partitions
+        )
+        #: Bumped whenever a coordinator moves or fails over (see `_group`).
+        self.coordinator_generation = 0
         self._sync: dict[int, Callable[[Message, int], Message | None]] = {
-            ApiKey.PRODUCE: self._produce,
-            ApiKey.LIST_OFFSETS: self._list_offsets,
-            ApiKey.METADATA: self._metadata,
-            ApiKey.FIND_COORDINATOR: self._find_coordinator,
             ApiKey.API_VERSIONS: self._api_versions,
             ApiKey.CREATE_TOPICS: self._create_topics,
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
+        }
+        #: Handlers that depend on the broker and listener a request came to.
+        self._by_session: dict[int, Callable[[ClientSession, Message, int], Message | None]] = {
+            ApiKey.PRODUCE: self._produce,
+            ApiKey.LIST_OFFSETS: self._list_offsets,
+            ApiKey.METADATA: self._metadata,
+            ApiKey.FIND_COORDINATOR: self._find_coordinator,
         }
         self._async: dict[int, Callable[[ClientSession, Message, int], Awaitable[Message]]] = {
             ApiKey.FETCH: self._fetch
@@ -173,8 +190,11 @@ class Broker:
             response = self._group(session, header, request)
         else:
             sync = self._sync.get(key)
+            by_session = self._by_session.get(key)
             if sync is not None:
                 response = sync(request, version)
+            elif by_session is not None:
+                response = by_session(session, request, version)
             else:
                 response = await self._async[key](session, request, version)
         if self.faults:
@@ -206,11 +226,16 @@ class Broker:
         """Answer a request made in-process (no faults, no session): the admin helpers of
         `ReferenceCluster` use the same validation as the wire."""
         sync = self._sync.get(request.API_KEY)
-        if sync is None:
+        if sync is not None:
+            return sync(request, version)
+        by_session = self._by_session.get(request.API_KEY)
+        if by_session is None:
             raise ValueError(f"{type(request).__name__} cannot be called in-process")
-        return sync(request, version)
+        return by_session(_IN_PROCESS, request, version)
 
     def _group(self, session: ClientSession, header: RequestHeader, request: Message) -> Message:
+        """A coordinator API: each group it names goes to the shard of its offsets partition, if
+        this broker leads that partition (NOT_COORDINATOR otherwise, as Kafka answers)."""
         version = header.api_version
         if header.api_key in _GROUP_KEYED_APIS:
             previous = session.coordinator_generation
@@ -219,40 +244,75 @@ class Broker:
                 return error_response(
                     request, version, ErrorCode.NOT_COORDINATOR, "The coordinator has moved (failover)."
                 )
-        coordinator = self.coordinator
-        result = coordinator.handle(
-            request, version, self.now_ms(), header.client_id or "", session.client_host
-        )
-        self._observe_quietly(result.records, CAUSE_REQUEST, request, result.response)
-        self._arm_timer()
-        return result.response
+        client_id, host = header.client_id or "", session.client_host
+        groups = group_ids(request)
+        if groups is None:  # ListGroups: the groups of every shard this broker leads
+            led = [
+                p for p, _ in self.coordinators.items() if self.nodes.offsets_leaders[p] == session.node_id
+            ]
+            answers = [self.coordinators.handle(p, request, version, client_id, host) for p in led]
+            return merged(answers) if answers else ListGroupsResponse(error_code=0, groups=[])
+        answers = []
+        for group in groups or [""]:
+            narrowed = for_group(request, group)
+            partition = self.coordinators.partition_of(group)
+            if self.nodes.offsets_leaders[partition] != session.node_id:
+                answers.append(
+                    error_response(
+                        narrowed,
+                        version,
+                        ErrorCode.NOT_COORDINATOR,
+                        f"broker {session.node_id} is not the coordinator of group {group!r}",
+                    )
+                )
+            else:
+                answers.append(self.coordinators.handle(partition, narrowed, version, client_id, host))
+        return merged(answers)
 
-    def _produce(self, request: Message, version: int) -> Message | None:
+    def _produce(self, session: ClientSession, request: Message, version: int) -> Message | None:
         assert isinstance(request, ProduceRequest)
-        return handle_produce(self.topics, request, version, verify_crc=self.config.verify_crc)
+        return handle_produce(
+            self.topics, request, version, verify_crc=self.config.verify_crc, node_id=session.node_id
+        )
 
     async def _fetch(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, FetchRequest)
-        return await handle_fetch(self.topics, request, version, session.gone)
+        return await handle_fetch(self.topics, request, version, session.gone, session.node_id)
 
-    def _list_offsets(self, request: Message, version: int) -> Message:
+    def _list_offsets(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, ListOffsetsRequest)
-        return handle_list_offsets(self.topics, request, version)
+        return handle_list_offsets(self.topics, request, version, session.node_id)
 
-    def _metadata(self, request: Message, version: int) -> Message:
+    def _metadata(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, MetadataRequest)
         return handle_metadata(
             self.topics,
-            self.endpoint,
+            self.view(session.listener),
             request,
             version,
             auto_create=self.config.auto_create_topics,
             default_partitions=self.config.default_partitions,
         )
 
-    def _find_coordinator(self, request: Message, version: int) -> Message:
+    def _find_coordinator(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, FindCoordinatorRequest)
-        return handle_find_coordinator(self.endpoint, request, version)
+        return handle_find_coordinator(self.view(session.listener), request, version)
+
+    def view(self, listener: str) -> ClusterView:
+        """The cluster as a connection on `listener` is told about it."""
+        nodes = self.nodes
+
+        def address(node_id: int) -> BrokerAddress | None:
+            port = nodes.port(node_id, listener) if nodes.is_up(node_id) else None
+            return None if port is None else BrokerAddress(node_id, nodes.host, port)
+
+        brokers = [found for node_id in nodes.up() if (found := address(node_id)) is not None]
+        return ClusterView(
+            brokers=brokers,
+            cluster_id=self.config.cluster_id,
+            controller_id=brokers[0].node_id if brokers else -1,
+            coordinator_of=lambda group: address(nodes.coordinator_of(group)),
+        )
 
     def _api_versions(self, request: Message, version: int) -> Message:
         assert isinstance(request, ApiVersionsRequest)
@@ -275,68 +335,81 @@ class Broker:
     # -- coordinator -------------------------------------------------------------------------
 
     def fail_over_coordinator(self) -> None:
-        """Replace the coordinator by a new incarnation that replays the old one's records."""
-        old = self.coordinator
-        if old.log is None:
-            raise RuntimeError(
-                "failover needs the coordinator's record log (ServerConfig.keep_coordinator_log)"
-            )
-        self.coordinator = GroupCoordinator.replaying(
-            list(old.log),
-            self.now_ms(),
-            self.config.coordinator,
-            image=self.topics.image,
-            new_member_id=self._new_member_id,
-        )
+        """Every coordinator shard is reloaded by a new incarnation replaying its records (a
+        coordinator failover in place); each connection's next group request is answered
+        NOT_COORDINATOR once."""
+        for partition, _shard in self.coordinators.items():
+            self.coordinators.reload(partition)
         self.coordinator_generation += 1
-        logger.info(
-            "coordinator failed over: incarnation %d replayed %d records",
-            self.coordinator_generation,
-            len(old.log),
-        )
-        self._arm_timer()
+        logger.info("coordinator failed over (incarnation %d)", self.coordinator_generation)
+
+    # -- brokers going down and leadership moving ----------------------------------------------
+
+    def node_stopped(self, node_id: int) -> None:
+        """Broker `node_id` went down: the partitions it led (of topics, and of
+        `__consumer_offsets`, so its groups) move to the brokers still up."""
+        self.nodes.nodes[node_id].up = False
+        moved = [p for p, leader in sorted(self.nodes.offsets_leaders.items()) if leader == node_id]
+        for index, partition in enumerate(moved):
+            successor = self.nodes.successor(node_id, index)
+            if successor is not None:
+                self._move_offsets_partition(partition, successor)
+        index = 0
+        for topic in self.topics:
+            for number, log in enumerate(topic.partitions):
+                if log.leader == node_id:
+                    successor = self.nodes.successor(node_id, index)
+                    index += 1
+                    if successor is not None:
+                        self.move_leader(topic.name, number, successor)
+        logger.info("broker %d stopped; leadership moved to %s", node_id, self.nodes.up())
+
+    def node_started(self, node_id: int) -> None:
+        """Broker `node_id` is back (it leads nothing until leadership is moved to it), and
+        partitions left without a leader (no broker was up) get it."""
+        self.nodes.nodes[node_id].up = True
+        for partition, leader in list(self.nodes.offsets_leaders.items()):
+            if not self.nodes.is_up(leader):
+                self._move_offsets_partition(partition, node_id)
+        for topic in self.topics:
+            for number, log in enumerate(topic.partitions):
+                if not self.nodes.is_up(log.leader):
+                    self.move_leader(topic.name, number, node_id)
+
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        """Move the group's `__consumer_offsets` partition (every group on it, as in Kafka) to
+        broker `node_id`, which loads it by replaying its records."""
+        self._require_up(node_id)
+        self._move_offsets_partition(self.coordinators.partition_of(group_id), node_id)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Broker `node_id` leads the partition from now on, with the next leader epoch."""
+        self._require_up(node_id)
+        found = self.topics.get(topic)
+        if found is None or not 0 <= partition < len(found.partitions):
+            raise ValueError(f"no partition {topic}-{partition}")
+        log = found.partitions[partition]
+        if log.leader != node_id:
+            log.leader = node_id
+            log.leader_epoch += 1
+            for waiter in list(log.waiters):  # a long poll on the old leader answers at once
+                waiter()
+            logger.info("%s-%d: leader is broker %d (epoch %d)", topic, partition, node_id, log.leader_epoch)
+
+    def _move_offsets_partition(self, partition: int, node_id: int) -> None:
+        if self.nodes.offsets_leaders[partition] == node_id:
+            return
+        self.nodes.offsets_leaders[partition] = node_id
+        self.coordinators.reload(partition)
+        self.coordinator_generation += 1
+
+    def _require_up(self, node_id: int) -> None:
+        if not self.nodes.is_up(node_id):
+            raise ValueError(f"broker {node_id} is not up (brokers up: {self.nodes.up()})")
 
     def _metadata_changed(self, image: MetadataImage) -> None:
-        records = self.coordinator.update_metadata(image, self.now_ms())
-        self._observe_quietly(records, CAUSE_METADATA)
-        self._arm_timer()
-
-    def _observe_quietly(
-        self,
-        records: list[Record],
-        cause: str,
-        request: Message | None = None,
-        response: Message | None = None,
-    ) -> None:
-        try:
-            self.events.observe(self.coordinator, records, cause, request, response)
-        except Exception:  # logging must never break the broker
-            logger.exception("could not log group events")
-
-    def _arm_timer(self) -> None:
-        deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_deadline:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_deadline = deadline
-        self._timer = None if deadline is None else self._loop.call_at(deadline / 1000, self._on_timer)
-
-    def _on_timer(self) -> None:
-        deadline = self._timer_deadline or 0
-        self._timer = None
-        self._timer_deadline = None
-        try:
-            # asyncio may run a timer up to its clock resolution early: never poll before the deadline.
-            records = self.coordinator.poll(max(self.now_ms(), deadline))
-            self._observe_quietly(records, CAUSE_TIMER)
-        except Exception:
-            logger.exception("the group coordinator's timers failed")
-        self._arm_timer()
+        self.coordinators.update_metadata(image)
 
     def close(self) -> None:
         """Stop the coordinator's timers."""
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = None
-        self._timer_deadline = None
+        self.coordinators.close()

@@ -26,6 +26,22 @@ class TlsListener:
 
 
 @dataclass(frozen=True)
+class Listener:
+    """One more listener every broker opens besides the main one (`ServerConfig.port`, `tls`,
+    `sasl`): its own port (0: a free one), security and name. Metadata and FindCoordinator answer a
+    connection with the brokers' addresses on the listener it came in on, as Kafka does."""
+
+    name: str
+    port: int = 0
+    tls: TlsListener | None = None
+    sasl: SaslSettings | None = None
+
+    @property
+    def security_protocol(self) -> str:
+        return ("SASL_" if self.sasl else "") + ("SSL" if self.tls else "PLAINTEXT")
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """How the reference broker behaves.
 
@@ -57,10 +73,16 @@ class ServerConfig:
     tls: TlsListener | None = None
     #: SASL authentication on the listener (None: none); with `tls` the listener is SASL_SSL.
     sasl: SaslSettings | None = None
+    #: More listeners on every broker (each its own port and security).
+    extra_listeners: tuple[Listener, ...] = ()
     #: Who may do what (None: everyone may do everything, as Kafka without an authorizer).
     authorizer: Authorizer | None = None
     #: The group coordinator's settings.
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    #: How many brokers (node ids 1..N, each with its own listener, sharing one metadata view).
+    brokers: int = 1
+    #: Kafka's ``offsets.topic.num.partitions``: groups are placed by hashing over these partitions.
+    offsets_partitions: int = 50
     #: Keep every record the coordinator writes, which `Broker.fail_over_coordinator` replays.
     #: The log only grows (each offset commit adds to it), so a long-running server that never
     #: fails over turns it off.
@@ -70,6 +92,11 @@ class ServerConfig:
     def security_protocol(self) -> str:
         """The listener's ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
         return ("SASL_" if self.sasl else "") + ("SSL" if self.tls else "PLAINTEXT")
+
+    def listeners(self) -> list[Listener]:
+        """Every listener of a broker: the main one (named after its security protocol) first."""
+        main = Listener(self.security_protocol, self.port, self.tls, self.sasl)
+        return [main, *self.extra_listeners]
 
     @property
     def advertised(self) -> str:
@@ -85,5 +112,12 @@ class ServerConfig:
             raise ConfigError("default_partitions", "must be positive")
         if self.retention_bytes is not None and self.retention_bytes <= 0:
             raise ConfigError("retention_bytes", "must be positive (or None to keep everything)")
+        names = [listener.name for listener in self.listeners()]
+        if len(set(names)) != len(names):
+            raise ConfigError("extra_listeners", f"listener names must differ, got {names}")
+        if self.brokers < 1:
+            raise ConfigError("brokers", f"must be at least 1, got {self.brokers}")
+        if self.offsets_partitions < 1:
+            raise ConfigError("offsets_partitions", f"must be at least 1, got {self.offsets_partitions}")
         if self.max_frame_bytes < 64:
             raise ConfigError("max_frame_bytes", "must be at least 64")

@@ -77,6 +77,8 @@ class Connection:
         writer: asyncio.StreamWriter,
         max_frame_bytes: int,
         sasl: SaslSettings | None = None,
+        node_id: int = 1,
+        listener: str = "PLAINTEXT",
     ) -> None:
         self.broker = broker
         self.reader = reader
@@ -91,8 +93,14 @@ class Connection:
         self.security_protocol = ("SASL_" if sasl else "") + ("PLAINTEXT" if tls is None else "SSL")
         self._certificate_subject = _subject(tls.getpeercert() if tls is not None else None)
         self.sasl = SaslAuthenticator(sasl) if sasl is not None else None
+        #: The broker this connection reached.
+        self.node_id = node_id
         self.session = ClientSession(
-            client_host=f"/{host}", gone=self._gone, principal=lambda: self.principal
+            client_host=f"/{host}",
+            gone=self._gone,
+            principal=lambda: self.principal,
+            node_id=node_id,
+            listener=listener,
         )
 
     @property

@@ -34,18 +34,19 @@ from ...protocol.messages.list_offsets import (
     ListOffsetsTopicResponse,
 )
 from .log import PartitionLog, TopicLog, Topics
+from .nodes import ANY_NODE
 from .produce import LEADER_EPOCH
 
 #: CurrentLeaderEpoch of a request that does not check the leader epoch.
 NO_EPOCH = -1
 
 
-def leader_epoch_error(current_leader_epoch: int) -> int:
-    """Kafka's leader-epoch check: FENCED_LEADER_EPOCH for an older epoch than ours,
-    UNKNOWN_LEADER_EPOCH for a newer one, NONE for ours or -1."""
-    if current_leader_epoch in (NO_EPOCH, LEADER_EPOCH):
+def leader_epoch_error(current_leader_epoch: int, leader_epoch: int = LEADER_EPOCH) -> int:
+    """Kafka's leader-epoch check: FENCED_LEADER_EPOCH for an older epoch than the partition's,
+    UNKNOWN_LEADER_EPOCH for a newer one, NONE for the same or -1."""
+    if current_leader_epoch in (NO_EPOCH, leader_epoch):
         return ErrorCode.NONE
-    if current_leader_epoch > LEADER_EPOCH:
+    if current_leader_epoch > leader_epoch:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
     return ErrorCode.FENCED_LEADER_EPOCH
 
@@ -55,7 +56,11 @@ GONE_CHECK_S = 1.0
 
 
 async def handle_fetch(
-    topics: Topics, request: FetchRequest, version: int, gone: Callable[[], bool] = lambda: False
+    topics: Topics,
+    request: FetchRequest,
+    version: int,
+    gone: Callable[[], bool] = lambda: False,
+    node_id: int = 1,
 ) -> FetchResponse:
     """Answer a Fetch, waiting for data when there is less than MinBytes (long poll). `gone` tells
     whether the client has disconnected meanwhile: the wait then ends early (nobody would read it)."""
@@ -67,7 +72,7 @@ async def handle_fetch(
             else ErrorCode.INVALID_FETCH_SESSION_EPOCH
         )
         return FetchResponse(error_code=code)
-    response, total, failed = read_fetch(topics, request, version)
+    response, total, failed = read_fetch(topics, request, version, node_id)
     if total >= request.min_bytes or failed or request.max_wait_ms <= 0 or not request.topics:
         return response
     loop = asyncio.get_running_loop()
@@ -90,14 +95,14 @@ async def handle_fetch(
                 await asyncio.wait_for(asyncio.shield(woken), min(remaining, GONE_CHECK_S))
             except asyncio.TimeoutError:
                 continue
-            response, total, failed = read_fetch(topics, request, version)
+            response, total, failed = read_fetch(topics, request, version, node_id)
             if total >= request.min_bytes or failed:
                 return response
             woken = loop.create_future()
     finally:
         for partition in watched:
             partition.waiters.discard(wake)
-    return read_fetch(topics, request, version)[0]
+    return read_fetch(topics, request, version, node_id)[0]
 
 
 def _partitions(topics: Topics, request: FetchRequest, version: int) -> list[PartitionLog]:
@@ -118,8 +123,11 @@ def _topic(topics: Topics, wanted: FetchTopic, version: int) -> TopicLog | None:
     return topics.by_name.get(wanted.topic)
 
 
-def read_fetch(topics: Topics, request: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
-    """The response as the log stands now, the record bytes in it, and whether any partition failed."""
+def read_fetch(
+    topics: Topics, request: FetchRequest, version: int, node_id: int = 1
+) -> tuple[FetchResponse, int, bool]:
+    """The response as the log stands now (on broker `node_id`: NOT_LEADER_OR_FOLLOWER for the
+    partitions it does not lead), the record bytes in it, and whether any partition failed."""
     remaining = request.max_bytes
     total = 0
     failed = False
@@ -146,7 +154,11 @@ def read_fetch(topics: Topics, request: FetchRequest, version: int) -> tuple[Fet
                 continue
             log = topic.partitions[index]
             hw = log.high_watermark
-            code = leader_epoch_error(wanted.current_leader_epoch)
+            code = (
+                leader_epoch_error(wanted.current_leader_epoch, log.leader_epoch)
+                if log.leader == node_id or node_id == ANY_NODE
+                else ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
             offset = wanted.fetch_offset
             chunks: list[object] = []
             if code == ErrorCode.NONE and not log.log_start_offset <= offset <= hw:
@@ -178,7 +190,9 @@ def read_fetch(topics: Topics, request: FetchRequest, version: int) -> tuple[Fet
     return FetchResponse(session_id=0, responses=responses), total, failed
 
 
-def handle_list_offsets(topics: Topics, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
+def handle_list_offsets(
+    topics: Topics, request: ListOffsetsRequest, version: int, node_id: int = 1
+) -> ListOffsetsResponse:
     """Offsets by timestamp, earliest (-2), latest (-1), max timestamp (-3) or earliest local (-4)."""
     responses = []
     for wanted_topic in request.topics:
@@ -193,11 +207,16 @@ def handle_list_offsets(topics: Topics, request: ListOffsetsRequest, version: in
                     )
                 )
                 continue
-            code = leader_epoch_error(wanted.current_leader_epoch)
+            log = topic.partitions[index]
+            code = (
+                leader_epoch_error(wanted.current_leader_epoch, log.leader_epoch)
+                if log.leader == node_id or node_id == ANY_NODE
+                else ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
             if code != ErrorCode.NONE:
                 partitions.append(ListOffsetsPartitionResponse(partition_index=index, error_code=int(code)))
                 continue
-            found = _lookup(topic.partitions[index], wanted.timestamp)
+            found = _lookup(log, wanted.timestamp)
             offset, timestamp = found if found is not None else (-1, -1)
             partitions.append(
                 ListOffsetsPartitionResponse(
@@ -205,7 +224,7 @@ def handle_list_offsets(topics: Topics, request: ListOffsetsRequest, version: in
                     error_code=0,
                     timestamp=timestamp,
                     offset=offset,
-                    leader_epoch=LEADER_EPOCH if found is not None and version >= 4 else -1,
+                    leader_epoch=log.leader_epoch if found is not None and version >= 4 else -1,
                 )
             )
         responses.append(ListOffsetsTopicResponse(name=wanted_topic.name, partitions=partitions))

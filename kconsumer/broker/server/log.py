@@ -75,13 +75,18 @@ class PartitionLog:
         "_nexts",
         "_running_max_ts",
         "high_watermark",
+        "leader",
+        "leader_epoch",
         "log_start_offset",
         "retention_bytes",
         "size_bytes",
         "waiters",
     )
 
-    def __init__(self, retention_bytes: int | None = None) -> None:
+    def __init__(self, retention_bytes: int | None = None, leader: int = 1) -> None:
+        #: The broker leading this partition, and its leader epoch (bumped at each move).
+        self.leader = leader
+        self.leader_epoch = 0
         self._bases: list[int] = []
         self._nexts: list[int] = []
         self._max_ts: list[int] = []
@@ -241,6 +246,8 @@ class Topics:
         self._on_change = on_change
         self._version = 0
         self.image = MetadataImage()
+        #: Leaders for a new topic's (or its new) partitions: `ClusterNodes.topic_leaders`.
+        self.place: Callable[[int], list[int]] = lambda count: [1] * count
 
     def __iter__(self) -> Iterator[TopicLog]:
         return iter(list(self.by_name.values()))
@@ -261,7 +268,8 @@ class Topics:
         topic_id = self._new_topic_id()
         while not topic_id or topic_id in self.by_id:
             topic_id = self._new_topic_id()
-        topic = TopicLog(name, topic_id, [PartitionLog(self._retention_bytes) for _ in range(partitions)])
+        leaders = self.place(partitions)
+        topic = TopicLog(name, topic_id, [PartitionLog(self._retention_bytes, leader) for leader in leaders])
         self.by_name[name] = topic
         self.by_id[topic_id] = topic
         self._publish()
@@ -281,7 +289,8 @@ class Topics:
         if total <= len(topic.partitions):
             raise ValueError(f"topic {topic.name} already has {len(topic.partitions)} partitions")
         topic.partitions.extend(
-            PartitionLog(self._retention_bytes) for _ in range(total - len(topic.partitions))
+            PartitionLog(self._retention_bytes, leader)
+            for leader in self.place(total - len(topic.partitions))
         )
         self._publish()
 

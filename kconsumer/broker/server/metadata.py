@@ -1,11 +1,14 @@
 """ApiVersions (18), Metadata (3) and FindCoordinator (10): how clients discover the cluster.
 
-The cluster is one broker, node 1, at the address it listens on: the leader (epoch 0) and only
-replica of every partition, the controller, and the coordinator of every group.
+What they advertise comes from a `ClusterView` of one connection: the brokers that are up, at their
+address on the listener the connection came in on (as Kafka answers with the endpoints of the
+request's listener), each partition's leader and leader epoch (its only replica), and the broker
+coordinating a group (COORDINATOR_NOT_AVAILABLE while that broker is down).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import ErrorCode
@@ -24,9 +27,7 @@ from ...protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from ...protocol.uuid import ZERO_UUID
-from .config import NODE_ID
 from .log import TopicLog, Topics, topic_name_error
-from .produce import LEADER_EPOCH
 
 #: Every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
 #: ALTER_CONFIGS as Kafka's AclOperation bit numbers): nothing is access-controlled here.
@@ -34,12 +35,23 @@ ALL_TOPIC_OPERATIONS = sum(1 << bit for bit in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 @dataclass(frozen=True)
-class Endpoint:
-    """Where the broker is reached, as Metadata and FindCoordinator advertise it."""
+class BrokerAddress:
+    """A broker as Metadata and FindCoordinator advertise it."""
 
+    node_id: int
     host: str
     port: int
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The cluster as one connection is told about it (see the module docstring)."""
+
+    brokers: list[BrokerAddress]
     cluster_id: str
+    controller_id: int
+    #: The group's coordinator, or None while its broker is down.
+    coordinator_of: Callable[[str], BrokerAddress | None]
 
 
 def api_versions_response() -> ApiVersionsResponse:
@@ -61,7 +73,7 @@ def handle_api_versions(request: ApiVersionsRequest, version: int) -> ApiVersion
 
 def handle_metadata(
     topics: Topics,
-    endpoint: Endpoint,
+    view: ClusterView,
     request: MetadataRequest,
     version: int,
     *,
@@ -110,10 +122,16 @@ def handle_metadata(
                 )
             else:
                 described.append(_describe(topic, include_ops))
+    up = {broker.node_id for broker in view.brokers}
+    for answer in described:
+        for partition in answer.partitions:
+            if partition.leader_id not in up:  # its broker is down and nobody took over yet
+                partition.error_code = ErrorCode.LEADER_NOT_AVAILABLE
+                partition.leader_id = -1
     return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=NODE_ID, host=endpoint.host, port=endpoint.port)],
-        cluster_id=endpoint.cluster_id,
-        controller_id=NODE_ID,
+        brokers=[MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port) for b in view.brokers],
+        cluster_id=view.cluster_id,
+        controller_id=view.controller_id,
         topics=described,
     )
 
@@ -127,26 +145,26 @@ def _describe(topic: TopicLog, include_ops: bool) -> MetadataResponseTopic:
             MetadataResponsePartition(
                 error_code=0,
                 partition_index=index,
-                leader_id=NODE_ID,
-                leader_epoch=LEADER_EPOCH,
-                replica_nodes=[NODE_ID],
-                isr_nodes=[NODE_ID],
+                leader_id=log.leader,
+                leader_epoch=log.leader_epoch,
+                replica_nodes=[log.leader],
+                isr_nodes=[log.leader],
             )
-            for index in range(len(topic.partitions))
+            for index, log in enumerate(topic.partitions)
         ],
         topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
 def handle_find_coordinator(
-    endpoint: Endpoint, request: FindCoordinatorRequest, version: int
+    view: ClusterView, request: FindCoordinatorRequest, version: int
 ) -> FindCoordinatorResponse:
-    """This broker coordinates every group; transaction and share coordinators do not exist here."""
+    """The broker coordinating each group; transaction and share coordinators do not exist here."""
     if version >= 4:
         return FindCoordinatorResponse(
-            coordinators=[_coordinator(endpoint, key, request.key_type) for key in request.coordinator_keys]
+            coordinators=[_coordinator(view, key, request.key_type) for key in request.coordinator_keys]
         )
-    found = _coordinator(endpoint, request.key, request.key_type)
+    found = _coordinator(view, request.key, request.key_type)
     return FindCoordinatorResponse(
         error_code=found.error_code,
         error_message=found.error_message,
@@ -156,7 +174,7 @@ def handle_find_coordinator(
     )
 
 
-def _coordinator(endpoint: Endpoint, key: str, key_type: int) -> Coordinator:
+def _coordinator(view: ClusterView, key: str, key_type: int) -> Coordinator:
     if key_type != COORDINATOR_KEY_TYPE_GROUP:
         return Coordinator(
             key=key,
@@ -166,4 +184,14 @@ def _coordinator(endpoint: Endpoint, key: str, key_type: int) -> Coordinator:
             error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
             error_message="the reference cluster only has group coordinators",
         )
-    return Coordinator(key=key, node_id=NODE_ID, host=endpoint.host, port=endpoint.port, error_code=0)
+    found = view.coordinator_of(key)
+    if found is None:
+        return Coordinator(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message="the group's coordinator is not available",
+        )
+    return Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port, error_code=0)

@@ -20,6 +20,7 @@ from ...protocol.messages.produce import (
     TopicProduceResponse,
 )
 from .log import InvalidRecords, TopicLog, Topics, validate_records
+from .nodes import ANY_NODE
 
 #: Kafka's ``message.max.bytes`` default (1 MiB plus the record-batch overhead).
 MAX_MESSAGE_BYTES = 1_048_588
@@ -28,9 +29,10 @@ LEADER_EPOCH = 0
 
 
 def handle_produce(
-    topics: Topics, request: ProduceRequest, version: int, *, verify_crc: bool = True
+    topics: Topics, request: ProduceRequest, version: int, *, verify_crc: bool = True, node_id: int = 1
 ) -> ProduceResponse | None:
-    """Append the request's batches; the response, or None for acks=0."""
+    """Append the request's batches (on broker `node_id`: NOT_LEADER_OR_FOLLOWER for partitions
+    it does not lead); the response, or None for acks=0."""
     by_id = version >= 13
     acks_valid = request.acks in (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
     responses = []
@@ -49,7 +51,7 @@ def handle_produce(
                     )
                 )
             else:
-                results.append(_append(topics, topic, data, by_id, verify_crc))
+                results.append(_append(topics, topic, data, by_id, verify_crc, node_id))
         responses.append(
             TopicProduceResponse(
                 name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results
@@ -61,7 +63,12 @@ def handle_produce(
 
 
 def _append(
-    topics: Topics, topic: TopicLog | None, data: PartitionProduceData, by_id: bool, verify_crc: bool
+    topics: Topics,
+    topic: TopicLog | None,
+    data: PartitionProduceData,
+    by_id: bool,
+    verify_crc: bool,
+    node_id: int,
 ) -> PartitionProduceResponse:
     if topic is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -69,6 +76,8 @@ def _append(
     if not 0 <= data.index < len(topic.partitions):
         return _failed(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
     partition = topic.partitions[data.index]
+    if partition.leader != node_id and node_id != ANY_NODE:
+        return _failed(data.index, ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {node_id} is not the leader")
     records = data.records
     if records is not None and len(records) > MAX_MESSAGE_BYTES:
         return _failed(
@@ -84,7 +93,7 @@ def _append(
         return _failed(
             data.index, ErrorCode.INVALID_TXN_STATE, "the reference cluster does not support transactions"
         )
-    base_offset = partition.append(blob, headers, LEADER_EPOCH)
+    base_offset = partition.append(blob, headers, partition.leader_epoch)
     return PartitionProduceResponse(
         index=data.index,
         error_code=0,

@@ -1,0 +1,169 @@
+"""`CoordinatorShards`: the group coordinator as Kafka runs it, one shard per `__consumer_offsets`
+partition. A shard is a sans-IO `GroupCoordinator` holding the groups that hash to its partition
+(`nodes.offsets_partition`); it is created when a group first lands on it, its timers run on the
+event loop (re-armed after every request, timer and metadata change), and what its records change
+is logged by the `GroupEventLog`.
+
+`reload(partition)` is a coordinator move: a new incarnation replays the shard's record log (as a
+broker taking over a `__consumer_offsets` partition loads it), with session timers restarting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+
+from ...protocol.schema import Message
+from ..coordinator import GroupCoordinator, MetadataImage
+from ..coordinator.records import Record
+from .config import ServerConfig
+from .events import CAUSE_METADATA, CAUSE_REQUEST, CAUSE_TIMER, GroupEventLog
+from .nodes import offsets_partition
+
+logger = logging.getLogger("kconsumer.broker.server")
+
+
+class _Shard:
+    """One partition's coordinator and its timer."""
+
+    __slots__ = ("coordinator", "deadline", "timer")
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.timer: asyncio.TimerHandle | None = None
+        self.deadline: int | None = None
+
+
+class CoordinatorShards:
+    """Every shard of the group coordinator (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        loop: asyncio.AbstractEventLoop,
+        image: Callable[[], MetadataImage],
+        new_member_id: Callable[[], str],
+        events: GroupEventLog,
+        partitions: int,
+    ) -> None:
+        self._config = config
+        self._loop = loop
+        self._image = image
+        self._new_member_id = new_member_id
+        self._events = events
+        self.partitions = partitions
+        self._shards: dict[int, _Shard] = {}
+
+    def now_ms(self) -> int:
+        return int(self._loop.time() * 1000)
+
+    def partition_of(self, group_id: str) -> int:
+        return offsets_partition(group_id, self.partitions)
+
+    def of_partition(self, partition: int) -> GroupCoordinator:
+        """The shard of `partition` (created empty if no group landed there yet)."""
+        shard = self._shards.get(partition)
+        if shard is None:
+            coordinator = GroupCoordinator(
+                self._config.coordinator,
+                new_member_id=self._new_member_id,
+                keep_log=self._config.keep_coordinator_log,
+            )
+            coordinator.update_metadata(self._image(), self.now_ms())
+            shard = self._shards[partition] = _Shard(coordinator)
+        return shard.coordinator
+
+    def of_group(self, group_id: str) -> GroupCoordinator:
+        """The shard holding `group_id`."""
+        return self.of_partition(self.partition_of(group_id))
+
+    def items(self) -> Iterator[tuple[int, GroupCoordinator]]:
+        """(partition, shard) of every shard created so far."""
+        for partition, shard in list(self._shards.items()):
+            yield partition, shard.coordinator
+
+    def handle(self, partition: int, request: Message, version: int, client_id: str, host: str) -> Message:
+        """Let the shard of `partition` answer a group request."""
+        coordinator = self.of_partition(partition)
+        result = coordinator.handle(request, version, self.now_ms(), client_id, host)
+        self._observe(coordinator, result.records, CAUSE_REQUEST, request, result.response)
+        self._arm(partition)
+        return result.response
+
+    def update_metadata(self, image: MetadataImage) -> None:
+        """Topics changed: every shard sees the new image."""
+        for partition, coordinator in self.items():
+            records = coordinator.update_metadata(image, self.now_ms())
+            self._observe(coordinator, records, CAUSE_METADATA)
+            self._arm(partition)
+
+    def reload(self, partition: int) -> None:
+        """A new incarnation of the shard replays its record log (a coordinator move)."""
+        shard = self._shards.get(partition)
+        if shard is None:
+            return
+        old = shard.coordinator
+        if old.log is None:
+            raise RuntimeError(
+                "moving a coordinator needs its record log (ServerConfig.keep_coordinator_log)"
+            )
+        shard.coordinator = GroupCoordinator.replaying(
+            list(old.log),
+            self.now_ms(),
+            self._config.coordinator,
+            image=self._image(),
+            new_member_id=self._new_member_id,
+        )
+        logger.info(
+            "coordinator of offsets partition %d reloaded: replayed %d records", partition, len(old.log)
+        )
+        self._arm(partition)
+
+    def close(self) -> None:
+        """Stop every shard's timer."""
+        for shard in self._shards.values():
+            if shard.timer is not None:
+                shard.timer.cancel()
+            shard.timer = None
+            shard.deadline = None
+
+    def _observe(
+        self,
+        coordinator: GroupCoordinator,
+        records: list[Record],
+        cause: str,
+        request: Message | None = None,
+        response: Message | None = None,
+    ) -> None:
+        try:
+            self._events.observe(coordinator, records, cause, request, response)
+        except Exception:  # logging must never break the broker
+            logger.exception("could not log group events")
+
+    def _arm(self, partition: int) -> None:
+        shard = self._shards[partition]
+        deadline = shard.coordinator.next_deadline()
+        if deadline == shard.deadline:
+            return
+        if shard.timer is not None:
+            shard.timer.cancel()
+        shard.deadline = deadline
+        shard.timer = (
+            None
+            if deadline is None
+            else self._loop.call_at(deadline / 1000, lambda: self._on_timer(partition))
+        )
+
+    def _on_timer(self, partition: int) -> None:
+        shard = self._shards[partition]
+        deadline = shard.deadline or 0
+        shard.timer = None
+        shard.deadline = None
+        try:
+            # asyncio may run a timer up to its clock resolution early: never poll before the deadline.
+            records = shard.coordinator.poll(max(self.now_ms(), deadline))
+            self._observe(shard.coordinator, records, CAUSE_TIMER)
+        except Exception:
+            logger.exception("the group coordinator's timers failed")
+        self._arm(partition)
