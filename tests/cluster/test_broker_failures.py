@@ -1,0 +1,128 @@
+"""kconsumer groups on a 3-broker reference cluster while brokers fail: the coordinator's broker
+stopped mid-run, leaders moving during fetch, a rolling restart of every broker. Each run keeps the
+at-least-once ledger (no partition read by two members at once, duplicates only above the
+committed offset at a hand-over, nothing missing) and samples the coordinator for double ownership;
+at the end the committed offsets reach the end of every partition."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from consumer_harness import Feeder, Ledger, Member, cluster_committed, config, wait_until
+
+from kconsumer.testing import ReferenceCluster
+
+TOPIC = "events"
+PARTITIONS = 6
+MemberFactory = Callable[..., Member]
+FeederFactory = Callable[..., Feeder]
+
+
+def three_brokers(**options: Any) -> ReferenceCluster:
+    return ReferenceCluster(
+        brokers=3, heartbeat_interval_ms=100, session_timeout_ms=3000, assignment_interval_ms=0, **options
+    )
+
+
+def _start(
+    cluster: ReferenceCluster, group: str, count: int, members: MemberFactory
+) -> tuple[Ledger, list[Member]]:
+    cluster.create_topic(TOPIC, PARTITIONS)
+    ledger = Ledger(cluster_committed(cluster, group))
+    ledger.sample_group(cluster, group)
+    settings = config(cluster.bootstrap_servers, group)
+    started = [members(ledger, f"m{i}", settings, [TOPIC]) for i in range(count)]
+    return ledger, started
+
+
+def _stable(cluster: ReferenceCluster, group: str, started: list[Member]) -> bool:
+    description = cluster.describe_group(group)
+    if description is None or description.state != "Stable":
+        return False
+    return set(description.members) == {m.consumer.memberid() for m in started} and all(
+        m.owned() for m in started
+    )
+
+
+def _flowing(ledger: Ledger, more: int = 40) -> None:
+    target = ledger.count() + more
+    wait_until(lambda: ledger.count() >= target, timeout=30, what="records flowing")
+
+
+def _finish(
+    cluster: ReferenceCluster, group: str, ledger: Ledger, feeder: Feeder, started: list[Member]
+) -> None:
+    produced = feeder.stop()
+    wait_until(lambda: ledger.has_all(produced), timeout=60, what="every record")
+    for member in started:
+        member.commit_keys(member.owned())
+    wait_until(
+        lambda: all(
+            cluster.committed(group).get(key, -1) >= max(offsets) + 1 for key, offsets in produced.items()
+        ),
+        timeout=30,
+        what="committed offsets at the end",
+    )
+    for member in started:
+        member.close()
+    ledger.check(produced)
+    for member in started:
+        assert member.errors == [], member.errors
+
+
+def test_the_coordinators_broker_stops_and_members_stay_in_the_group(
+    members: MemberFactory, feeders: FeederFactory
+) -> None:
+    with three_brokers() as cluster:
+        group = "coordinator-down"
+        ledger, started = _start(cluster, group, 3, members)
+        feeder = feeders(cluster, TOPIC)
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="a stable group")
+        _flowing(ledger)
+        before = {m.consumer.memberid(): m.consumer.member_epoch() for m in started}
+        victim = cluster.coordinator_node(group)
+        cluster.stop_broker(victim)
+        assert cluster.coordinator_node(group) != victim
+        _flowing(ledger)
+        # Within the session timeout: the same members, at the same epochs, on the new coordinator.
+        wait_until(
+            lambda: _stable(cluster, group, started), timeout=30, what="the group on the new coordinator"
+        )
+        assert {m.consumer.memberid(): m.consumer.member_epoch() for m in started} == before
+        cluster.start_broker(victim)
+        _flowing(ledger)
+        _finish(cluster, group, ledger, feeder, started)
+
+
+def test_leaders_move_during_fetch(members: MemberFactory, feeders: FeederFactory) -> None:
+    with three_brokers() as cluster:
+        group = "leaders-move"
+        ledger, started = _start(cluster, group, 2, members)
+        feeder = feeders(cluster, TOPIC)
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="a stable group")
+        for round_ in range(3):
+            _flowing(ledger)
+            for partition in range(PARTITIONS):
+                cluster.move_leader(TOPIC, partition, (cluster.leader(TOPIC, partition) + round_) % 3 + 1)
+        _flowing(ledger)
+        _finish(cluster, group, ledger, feeder, started)
+
+
+def test_a_rolling_restart_of_every_broker_while_four_members_consume(
+    members: MemberFactory, feeders: FeederFactory
+) -> None:
+    with three_brokers() as cluster:
+        group = "rolling"
+        ledger, started = _start(cluster, group, 4, members)
+        feeder = feeders(cluster, TOPIC)
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="a stable group")
+        for node in cluster.brokers():
+            _flowing(ledger)
+            cluster.stop_broker(node)
+            time.sleep(0.5)
+            cluster.start_broker(node)
+        _flowing(ledger)
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="the group after the restarts")
+        _finish(cluster, group, ledger, feeder, started)
