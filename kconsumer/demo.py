@@ -35,10 +35,11 @@ class Step:
     static: bool = False
 
 
-def script(duration: float) -> list[Step]:
-    """Scale out, scale in, a crash, a static member's quick restart (no rebalance)."""
+def script(duration: float, brokers: int = 1) -> list[Step]:
+    """Scale out, scale in, a crash, a static member's quick restart (no rebalance); with several
+    brokers, the group coordinator's broker also goes down and comes back."""
     f = duration / 30
-    return [
+    steps = [
         Step(0 * f, "join", "A"),
         Step(3 * f, "join", "B"),
         Step(6 * f, "join", "C", static=True),
@@ -49,6 +50,9 @@ def script(duration: float) -> list[Step]:
         Step(22.5 * f, "join", "C", static=True),
         Step(26 * f, "join", "E"),
     ]
+    if brokers > 1:
+        steps += [Step(8 * f, "stop-broker", ""), Step(11.5 * f, "start-broker", "")]
+    return sorted(steps, key=lambda step: step.at)
 
 
 def _member(name: str, connection: dict[str, str], static: bool, reports: Any, stop: Any) -> None:
@@ -123,6 +127,7 @@ class Demo:
         self.seen: collections.Counter[tuple[int, int]] = collections.Counter()
         self.started = time.time()
         self.produced = 0
+        self.stopped = 0
 
     def say(self, text: str) -> None:
         print(f"[{time.time() - self.started:6.1f}s] {text}", flush=True)
@@ -138,6 +143,7 @@ class Demo:
             sasl_mechanisms=("SCRAM-SHA-512",),
             users={"demo": "demo-secret"},
             max_reauth_ms=5000,
+            brokers=self.args.brokers,
         ) as cluster:
             cluster.create_topic(TOPIC, self.args.partitions)
             self.say(
@@ -149,12 +155,12 @@ class Demo:
             producing = threading.Event()
             producer = threading.Thread(target=self._produce, args=(cluster, producing), daemon=True)
             producer.start()
-            steps = script(self.args.duration)
+            steps = script(self.args.duration, self.args.brokers)
             end = self.started + self.args.duration
             next_print = 0.0
             while time.time() < end:
                 while steps and time.time() - self.started >= steps[0].at:
-                    self._do(steps.pop(0), cluster.client_config())
+                    self._do(steps.pop(0), cluster)
                 self._drain()
                 if time.time() >= next_print:
                     next_print = time.time() + self.args.print_interval
@@ -181,8 +187,20 @@ class Demo:
             self.produced += per_tick
             time.sleep(tick)
 
-    def _do(self, step: Step, connection: dict[str, str]) -> None:
-        if step.action == "join":
+    def _do(self, step: Step, cluster: Any) -> None:
+        connection = cluster.client_config()
+        if step.action == "stop-broker":
+            self.stopped = cluster.coordinator_node(GROUP)
+            cluster.stop_broker(self.stopped)
+            self.say(
+                f"broker {self.stopped}, the group's coordinator, goes down: its groups move to broker "
+                f"{cluster.coordinator_node(GROUP)} (loaded from their records), its partitions get new "
+                "leaders; the members find the new coordinator and keep their partitions"
+            )
+        elif step.action == "start-broker":
+            cluster.start_broker(self.stopped)
+            self.say(f"broker {self.stopped} is back (leadership stays where it moved)")
+        elif step.action == "join":
             stop = self.context.Event()
             process = self.context.Process(
                 target=_member, args=(step.member, connection, step.static, self.reports, stop), daemon=True
@@ -281,6 +299,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-timeout-ms", type=int, default=3000, help="coordinator session timeout (3000)"
     )
     parser.add_argument("--print-interval", type=float, default=1.0, help="seconds between group views (1)")
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=3,
+        help="brokers in the reference cluster; with 2 or more the coordinator's broker fails mid-run (3)",
+    )
     parser.add_argument(
         "--security",
         choices=("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),

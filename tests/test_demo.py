@@ -1,5 +1,6 @@
 """The demo (the first command of the README) runs to the end and loses nothing, in plaintext and
-over TLS (`--security ssl`) and over SASL_SSL with SCRAM-SHA-512 (`--security sasl_ssl`)."""
+over TLS (`--security ssl`) and over SASL_SSL with SCRAM-SHA-512 (`--security sasl_ssl`), on three
+brokers of which the coordinator's fails mid-run."""
 
 from __future__ import annotations
 
@@ -19,3 +20,6 @@ def test_the_demo_consumes_everything(security: str) -> None:
     assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
     assert f"({security.upper()})" in finished.stdout
     assert ", 0 missing" in finished.stdout
+    # Three brokers by default: the coordinator's broker goes down and comes back mid-run.
+    assert "the group's coordinator, goes down" in finished.stdout
+    assert "is back" in finished.stdout

@@ -250,3 +250,37 @@ def _first_record(consumer: Any, topic: str) -> Any:
     while (message is None or message.error() is not None) and time.monotonic() < deadline:
         message = consumer.poll(0.2)
     return message
+
+
+def test_serve_three_brokers(tmp_path: Path) -> None:
+    """--brokers 3: three addresses; a group's coordinator and the partitions' leaders are spread
+    over them, and a kconsumer group reads through them."""
+    from kconsumer import Consumer
+
+    process, bootstrap = _start(tmp_path / "serve.log", "--brokers", "3", "--topic", "spread:6")
+    try:
+        assert len(bootstrap.split(",")) == 3
+        metadata = ck.Producer({"bootstrap.servers": bootstrap}).list_topics("spread", timeout=10)
+        assert sorted(metadata.brokers) == [1, 2, 3]
+        assert {p.leader for p in metadata.topics["spread"].partitions.values()} == {1, 2, 3}
+        producer = ck.Producer({"bootstrap.servers": bootstrap})
+        for partition in range(6):
+            producer.produce("spread", b"x", partition=partition)
+        assert producer.flush(10) == 0
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "serve-3", "auto.offset.reset": "earliest"}
+        )
+        try:
+            consumer.subscribe(["spread"])
+            got: set[int] = set()
+            deadline = time.monotonic() + 20
+            while len(got) < 6 and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    got.add(message.partition())
+            assert got == set(range(6))
+        finally:
+            consumer.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--advertised-host", default=None, help="host clients are told to connect to (default: --host)"
     )
     parser.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="brokers in the cluster (node ids 1..N), on consecutive ports from --port (default: 1)",
+    )
+    parser.add_argument(
         "--topic",
         dest="topics",
         action="append",
@@ -167,6 +173,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(
         tls=_tls_from(args),
         sasl=_sasl_from(args),
+        brokers=args.brokers,
         host=args.host,
         port=args.port,
         advertised_host=args.advertised_host,
