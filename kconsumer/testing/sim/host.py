@@ -19,6 +19,7 @@ from ...broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataI
 from ...broker.coordinator.model import ConsumerGroup
 from ...broker.coordinator.records import Record
 from ...broker.server.error_responses import error_response
+from ...broker.server.nodes import ClusterNodes
 from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from ...protocol.messages.extensions import (
@@ -71,7 +72,8 @@ class CoordinatorHost:
         self.coordinator.update_metadata(topics.image(), sched.now)
         #: The last coordinator that served (its state stays readable during an election).
         self.last: GroupCoordinator = self.coordinator
-        self.broker = 0
+        # Kafka's placement, shared with the reference cluster (broker indexes here count from 0).
+        self.broker = ClusterNodes(range(1, BROKERS + 1), "").coordinator_of(GROUP) - 1
         self.down: set[int] = set()
         self.loading_until = 0
         self.failovers = 0
