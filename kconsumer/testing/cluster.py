@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from ..broker.coordinator import CoordinatorConfig
 from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
 from ..broker.server import Broker, ReferenceServer, ServerConfig
+from ..broker.server.config import Listener
 from ..broker.server.connection import ConnectionInfo
 from ..broker.server.faults import FOREVER
 from ..broker.server.security import Acl
@@ -153,6 +154,7 @@ class ReferenceCluster(ClusterBrokers):
         acls: Iterable[Acl] | None = None,
         super_users: Iterable[str] = (),
         max_reauth_ms: int | None = None,
+        plaintext_listener: bool = False,
         config: ServerConfig | None = None,
     ) -> None:
         """`security_protocol` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. TLS listeners use a
@@ -162,7 +164,8 @@ class ReferenceCluster(ClusterBrokers):
         SCRAM-SHA-512, OAUTHBEARER with unsecured JWTs) for `users` (name: password), and ask
         clients to re-authenticate every `max_reauth_ms` (``connections.max.reauth.ms``). `acls`
         (`kconsumer.testing.Acl` allow rules) turn authorization on: what no rule allows is
-        denied, except to `super_users` (``User:admin``)."""
+        denied, except to `super_users` (``User:admin``). `plaintext_listener` adds a second,
+        PLAINTEXT listener to every broker (`client_config(listener="PLAINTEXT")`)."""
         self.security = ClusterSecurity.build(
             security_protocol,
             ssl_client_auth=ssl_client_auth,
@@ -196,6 +199,7 @@ class ReferenceCluster(ClusterBrokers):
                 sasl=self.security.sasl,
                 authorizer=self.security.authorizer,
                 brokers=brokers,
+                extra_listeners=(Listener("PLAINTEXT"),) if plaintext_listener else (),
             )
         self.config = config
         self._server = ReferenceServer(config)
@@ -260,12 +264,16 @@ class ReferenceCluster(ClusterBrokers):
         """``host:port`` to give clients as ``bootstrap.servers``."""
         return self._server.bootstrap_servers
 
-    def client_config(self, user: str | None = None, mechanism: str | None = None) -> dict[str, str]:
+    def client_config(
+        self, user: str | None = None, mechanism: str | None = None, listener: str | None = None
+    ) -> dict[str, str]:
         """The settings a client (confluent-kafka or kconsumer) needs to connect: the bootstrap
         address, ``security.protocol``, the CA to trust for TLS (and the client certificate and
         key when the listener requires one), and for SASL `user`'s credentials (default: the
         first user) with `mechanism` (default: the first enabled; OAUTHBEARER gets librdkafka's
-        unsecured-JWT settings)."""
+        unsecured-JWT settings). `listener="PLAINTEXT"`: the plaintext listener's address only."""
+        if listener is not None and listener != self.config.security_protocol:
+            return {"bootstrap.servers": self._server.bootstrap_for(listener)}
         return {"bootstrap.servers": self.bootstrap_servers, **self.security.client_settings(user, mechanism)}
 
     def connections(self) -> list[ConnectionInfo]:

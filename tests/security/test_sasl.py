@@ -259,3 +259,38 @@ def test_garbage_in_the_sasl_exchange_closes_only_that_connection(
         plain_cluster.create_topic("still-serving", 1)
     producer.produce("still-serving", b"ok")
     assert producer.flush(10) == 0, "the server keeps serving others"
+
+
+def test_a_secured_and_a_plaintext_listener_side_by_side() -> None:
+    """Each listener advertises its own addresses: a client that came in on PLAINTEXT stays there,
+    one that came in on SASL_SSL stays there (Metadata answers with the request's listener)."""
+    with secured("SASL_SSL", "SCRAM-SHA-512", plaintext_listener=True, brokers=2) as cluster:
+        cluster.create_topic("both", 2)
+        cluster.produce("both", [b"a", b"b"], partition=0)
+        cluster.produce("both", [b"c"], partition=1)
+        plain = cluster.client_config(listener="PLAINTEXT")
+        assert plain["bootstrap.servers"] != cluster.bootstrap_servers and "security.protocol" not in plain
+        peer = confluent_kafka.Consumer(
+            {**plain, "group.id": "plain-side", "group.protocol": "consumer", "auto.offset.reset": "earliest",
+             "client.id": "plain-peer"}
+        )  # fmt: skip
+        ours = Consumer({**_settings(cluster, "secured-side", "SCRAM-SHA-512"), "client.id": "secured-kc"})
+        try:
+            peer.subscribe(["both"])
+            ours.subscribe(["both"])
+            got: dict[str, int] = {"peer": 0, "ours": 0}
+            deadline = time.monotonic() + 20
+            while min(got.values()) < 3 and time.monotonic() < deadline:
+                for name, consumer in (("peer", peer), ("ours", ours)):
+                    message = consumer.poll(0.1)
+                    if message is not None and message.error() is None:
+                        got[name] += 1
+            assert got == {"peer": 3, "ours": 3}
+            by_client: dict[str | None, set[str]] = {}
+            for connection in cluster.connections():
+                by_client.setdefault(connection.client_id, set()).add(connection.security_protocol)
+            assert by_client["plain-peer"] == {"PLAINTEXT"}
+            assert by_client["secured-kc"] == {"SASL_SSL"}
+        finally:
+            peer.close()
+            ours.close()
