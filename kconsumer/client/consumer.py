@@ -443,6 +443,15 @@ class Consumer(HandleFacade):
             return
         self._fetcher.seek(partition)
 
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop returning records of `partitions` (they stay assigned); records already buffered
+        are returned again after `resume`."""
+        self._fetcher.pause(partitions)
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """Undo `pause`: `partitions` are fetched again from where they stopped."""
+        self._fetcher.resume(partitions)
+
     def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
         """Without a subscription: start fetching `partitions` as well (manual assignment, see
         `manual_assignment`). Inside on_assign, as confluent-kafka's KIP-848 consumer allows:

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
-from parity_harness import Run, compare, read
+from parity_harness import Run, compare, drain, read
 
 from kconsumer.testing import ReferenceCluster
 
@@ -105,3 +105,38 @@ def test_manual_assignment_without_subscribing(cluster: ReferenceCluster) -> Non
         return seen
 
     compare("manual assignment", scenario, cluster)
+
+
+def test_pause_and_resume(cluster: ReferenceCluster) -> None:
+    """A paused partition delivers nothing (even records produced meanwhile); after resume it
+    delivers from where it stopped; the other partition flows throughout."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("paused", 2)
+        cluster.produce(topic, [b"one-%d" % i for i in range(3)], partition=1)
+        consumer = run.consumer(run.group("paused"))
+        consumer.subscribe([topic])
+        first = read(consumer, 3)
+        consumer.pause([TopicPartition(topic, 0)])
+        cluster.produce(topic, [b"zero-%d" % i for i in range(4)], partition=0)
+        cluster.produce(topic, [b"one-more"], partition=1)
+        while_paused = drain(consumer, 1.5)
+        consumer.resume([TopicPartition(topic, 0)])
+        after = read(consumer, 4)
+        return {
+            "before": sorted((m.partition(), m.offset()) for m in first),
+            "while paused": sorted((m.partition(), m.offset()) for m in while_paused),
+            "after resume": sorted((m.partition(), m.offset()) for m in after),
+        }
+
+    compare("pause and resume", scenario, cluster)
+
+
+def test_every_public_method_of_confluent_kafkas_consumer_exists() -> None:
+    """The API surface: what a confluent-kafka program can call, kconsumer's Consumer has."""
+    import confluent_kafka
+
+    from kconsumer import Consumer
+
+    theirs = {name for name in dir(confluent_kafka.Consumer) if not name.startswith("_")}
+    assert theirs - set(dir(Consumer)) == set()
