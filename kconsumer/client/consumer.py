@@ -348,7 +348,8 @@ class Consumer(HandleFacade):
         offsets such as -1001 are not committed: only those is KafkaError._NO_OFFSET); with
         neither, the current positions (or, with enable.auto.offset.store=false, the stored
         offsets) of every owned partition, including inside on_revoke the partitions being
-        revoked. Synchronous commits return the committed offsets or raise KafkaException;
+        revoked (inside on_lost: _ASSIGNMENT_LOST, nothing is committed). Synchronous commits
+        return the committed offsets or raise KafkaException;
         asynchronous ones report to on_commit. Offsets of partitions this member does not own
         are never committed (CommitFailedError)."""
         runtime, app = self._group()
@@ -360,7 +361,13 @@ class Consumer(HandleFacade):
         else:
             explicit = commit_offsets(offsets, self._topic_id_partition)
         if not explicit:
-            error = KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored")
+            error = (
+                KafkaError(
+                    KafkaError._ASSIGNMENT_LOST, "Commit failed: Local: Group partition assignment lost"
+                )
+                if offsets is None and app.state.losing
+                else KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored")
+            )
             if not asynchronous:
                 raise KafkaException(error)
             if app.on_commit is not None and offsets:

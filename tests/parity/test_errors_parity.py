@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
-from parity_harness import Run, compare, drain
+from parity_harness import Run, compare, drain, read
 
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.api import ApiKey
@@ -121,3 +121,32 @@ def test_error_cb_when_no_broker_answers(cluster: ReferenceCluster) -> None:
         return {"error_cb codes": sorted(codes), "raised": raised}
 
     compare("error_cb, no broker", scenario, cluster)
+
+
+def test_error_cb_when_the_coordinators_broker_stops(cluster: ReferenceCluster) -> None:
+    """On three brokers, the coordinator's broker stops: error_cb hears _TRANSPORT (connection
+    refused) and nothing else, poll() raises nothing, and the consumer keeps its partitions."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        with ReferenceCluster(brokers=3, heartbeat_interval_ms=100, session_timeout_ms=3000) as three:
+            three.create_topic("moving", 3)
+            for partition in range(3):
+                three.produce("moving", [b"a", b"b"], partition=partition)
+            codes: set[int] = set()
+            run.cluster = three
+            group = run.group("moving")
+            consumer = run.consumer(group, error_cb=lambda e: codes.add(e.code()))
+            consumer.subscribe(["moving"])
+            before = read(consumer, 6)
+            three.stop_broker(three.coordinator_node(group))
+            for partition in range(3):
+                three.produce("moving", [b"c"], partition=partition)
+            after = read(consumer, 3)
+            consumer.close()
+            run.made.remove(consumer)
+        return {
+            "error_cb codes": sorted(codes),
+            "records": sorted((m.partition(), m.offset()) for m in before + after),
+        }
+
+    compare("error_cb, coordinator broker stops", scenario, cluster)

@@ -80,9 +80,17 @@ def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> N
             return lambda _c, parts: calls.append((kind, [tp.partition for tp in parts]))
 
         consumer = run.consumer(group, max_poll_interval_ms=1000)
-        consumer.subscribe(
-            [topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=record("lost")
-        )
+        commit_in_lost: list[Any] = []
+
+        def lost(c: Any, parts: list[Any]) -> None:
+            calls.append(("lost", [tp.partition for tp in parts]))
+            try:
+                c.commit(asynchronous=False)
+                commit_in_lost.append("committed")
+            except KafkaException as exc:
+                commit_in_lost.append(exc.args[0].name())
+
+        consumer.subscribe([topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=lost)
         read(consumer, 3)
         time.sleep(2.5)
         events: list[Any] = []
@@ -91,7 +99,7 @@ def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> N
             message = consumer.poll(0.2)
             if message is not None and message.error() is not None:
                 events.append(message.error().code())
-        return {"error events": events, "callbacks": calls}
+        return {"error events": events, "callbacks": calls, "commit() in on_lost": commit_in_lost}
 
     compare("poll interval overrun", scenario, cluster)
 
