@@ -59,7 +59,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     t = parser.add_argument_group("throughput")
     t.add_argument("--brokers", type=_names, default=None, help="reference,mock")
     t.add_argument("--sizes", type=_ints, default=None, help="value sizes in bytes (100,1024)")
-    t.add_argument("--partitions", type=_ints, default=None, help="partition counts (1,8)")
+    t.add_argument("--partitions", type=_ints, default=None, help="partition counts (1,8,32,128,256)")
     t.add_argument("--repetitions", type=int, default=None, help="timed repetitions per client (median)")
     t.add_argument(
         "--no-prefetch", action="store_true", help="no pause before each pass (measure the fetch-bound rate)"
@@ -185,7 +185,7 @@ def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
     settings = throughput.Settings(
         brokers=args.brokers or ("reference", "mock"),
         sizes=args.sizes or ((100,) if args.quick else (100, 1024)),
-        partitions=args.partitions or (1, 8),
+        partitions=args.partitions or ((1, 8) if args.quick else (1, 8, 32, 128, 256)),
         repetitions=args.repetitions or (3 if args.quick else 5),
         batch=args.batch,
         prefetch=not args.no_prefetch,
