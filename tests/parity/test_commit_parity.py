@@ -140,6 +140,30 @@ def test_poll_returns_on_time(cluster: ReferenceCluster) -> None:
     compare("poll timeout", scenario, cluster)
 
 
+def test_consume_with_fewer_records_than_asked(cluster: ReferenceCluster) -> None:
+    """consume(100, 1.0) with 10 records there: both return the 10 records; confluent-kafka after
+    the whole timeout, kconsumer as soon as they are there (an intended difference)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("consume-few", 1, records=10), run.group("consume-few")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:  # joined, first records fetched
+            got = [m for m in consumer.consume(1, 0.2) if m.error() is None]
+        time.sleep(0.5)  # the other nine are fetched
+        start = time.monotonic()
+        rest = [m for m in consumer.consume(100, 1.0) if m.error() is None]
+        elapsed = time.monotonic() - start
+        return {
+            "offsets": [m.offset() for m in got + rest],
+            "returned before the timeout": elapsed < 0.5,
+        }
+
+    compare("consume fewer than asked", scenario, cluster)
+
+
 def _ledger_member(
     run: Run,
     ledger: Ledger,
