@@ -12,6 +12,8 @@ from typing import Any
 
 from consumer_harness import Feeder, Ledger, Member, cluster_committed, config, wait_until
 
+from kconsumer.errors import ErrorCode
+from kconsumer.protocol.api import ApiKey
 from kconsumer.testing import ReferenceCluster
 
 TOPIC = "events"
@@ -125,4 +127,31 @@ def test_a_rolling_restart_of_every_broker_while_four_members_consume(
             cluster.start_broker(node)
         _flowing(ledger)
         wait_until(lambda: _stable(cluster, group, started), timeout=30, what="the group after the restarts")
+        _finish(cluster, group, ledger, feeder, started)
+
+
+def test_a_coordinator_unreachable_past_the_session_timeout_makes_members_rejoin(
+    members: MemberFactory, feeders: FeederFactory
+) -> None:
+    """The coordinator's broker stops and its successor answers COORDINATOR_NOT_AVAILABLE for longer
+    than the session timeout: the new coordinator expires the members; when it answers again they
+    are fenced, lose their partitions and rejoin (new member epochs), and nothing is lost."""
+    with three_brokers() as cluster:
+        group = "coordinator-gone"
+        ledger, started = _start(cluster, group, 2, members)
+        feeder = feeders(cluster, TOPIC)
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="a stable group")
+        _flowing(ledger)
+        before = {m.consumer.memberid(): m.consumer.member_epoch() for m in started}
+        cluster.inject_error(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, ErrorCode.COORDINATOR_NOT_AVAILABLE, count=100_000
+        )
+        cluster.stop_broker(cluster.coordinator_node(group))
+        time.sleep(4.5)  # > session.timeout.ms (3 s) on the new coordinator
+        cluster.clear_faults()
+        wait_until(lambda: _stable(cluster, group, started), timeout=30, what="the members back in the group")
+        after = {m.consumer.memberid(): m.consumer.member_epoch() for m in started}
+        assert after.keys() == before.keys(), "the same member ids rejoin"
+        assert all(after[m] != before[m] for m in after), (before, after)
+        _flowing(ledger)
         _finish(cluster, group, ledger, feeder, started)
