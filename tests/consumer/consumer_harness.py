@@ -104,7 +104,6 @@ class Interval:
     how: str | None = None
     #: What the member committed for the partition when it was revoked (None: nothing, or failed).
     committed_at_end: int | None = None
-    #: Another member consumed the partition while this interval was open.
 
 
 #: Reads the group's committed offsets of some partitions (None for a partition with none).
