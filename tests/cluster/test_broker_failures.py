@@ -29,10 +29,10 @@ def three_brokers(**options: Any) -> ReferenceCluster:
 
 
 def _start(
-    cluster: ReferenceCluster, group: str, count: int, members: MemberFactory
+    cluster: ReferenceCluster, group: str, count: int, members: MemberFactory, zombies: bool = False
 ) -> tuple[Ledger, list[Member]]:
     cluster.create_topic(TOPIC, PARTITIONS)
-    ledger = Ledger(cluster_committed(cluster, group))
+    ledger = Ledger(cluster_committed(cluster, group), zombies=zombies)
     ledger.sample_group(cluster, group)
     settings = config(cluster.bootstrap_servers, group)
     started = [members(ledger, f"m{i}", settings, [TOPIC]) for i in range(count)]
@@ -138,7 +138,8 @@ def test_a_coordinator_unreachable_past_the_session_timeout_makes_members_rejoin
     are fenced, lose their partitions and rejoin (new member epochs), and nothing is lost."""
     with three_brokers() as cluster:
         group = "coordinator-gone"
-        ledger, started = _start(cluster, group, 2, members)
+        # Both members become zombies: they read on until the coordinator can tell them.
+        ledger, started = _start(cluster, group, 2, members, zombies=True)
         feeder = feeders(cluster, TOPIC)
         wait_until(lambda: _stable(cluster, group, started), timeout=30, what="a stable group")
         _flowing(ledger)

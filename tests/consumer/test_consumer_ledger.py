@@ -49,6 +49,26 @@ def test_two_members_consuming_one_partition_fails() -> None:
         ledger.check()
 
 
+def test_a_zombie_may_read_until_it_hears_when_the_test_makes_zombies() -> None:
+    ledger = Ledger(zombies=True)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.assigned("b", [P0])
+    ledger.received("b", record(1))
+    ledger.received("a", record(2))  # a was removed while it could not reach the coordinator
+    ledger.released("a", [P0], "lost")
+    ledger.check()
+    strict = Ledger(zombies=True)
+    strict.assigned("a", [P0])
+    strict.received("a", record(0))
+    strict.assigned("b", [P0])
+    strict.received("b", record(1))
+    strict.received("a", record(2))
+    strict.released("a", [P0], "revoked")  # not a zombie: it was told, cooperatively
+    with pytest.raises(AssertionError, match="after"):
+        strict.check()
+
+
 def test_assigned_while_another_holds_it_is_only_fine_when_lost() -> None:
     for how, fails in (("lost", False), ("crashed", False), ("revoked", True)):
         ledger = committed_at(None)
