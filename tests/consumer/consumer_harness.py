@@ -28,11 +28,12 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import confluent_kafka as ck
+import pytest
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from kconsumer import Consumer, ConsumerRebalanceListener, SubscriptionPattern
@@ -736,3 +737,36 @@ class CommittedReader:
 
     def close(self) -> None:
         self.handle.close()
+
+
+# -- fixtures shared by the test directories that use this harness --------------------------------
+
+
+@pytest.fixture
+def members() -> Iterator[Callable[..., Member]]:
+    """`members(ledger, name, settings, topics, ...)` starts a `Member`; all are closed at teardown."""
+    started: list[Member] = []
+
+    def start(*args: Any, **kwargs: Any) -> Member:
+        member = Member(*args, **kwargs)
+        started.append(member)
+        return member
+
+    yield start
+    for member in started:
+        member.close()
+
+
+@pytest.fixture
+def feeders() -> Iterator[Callable[..., Feeder]]:
+    """`feeders(cluster, topic, ...)` starts a `Feeder`; all are stopped at teardown."""
+    started: list[Feeder] = []
+
+    def start(*args: Any, **kwargs: Any) -> Feeder:
+        feeder = Feeder(*args, **kwargs)
+        started.append(feeder)
+        return feeder
+
+    yield start
+    for feeder in started:
+        feeder.stop()

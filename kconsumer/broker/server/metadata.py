@@ -176,22 +176,19 @@ def handle_find_coordinator(
 
 def _coordinator(view: ClusterView, key: str, key_type: int) -> Coordinator:
     if key_type != COORDINATOR_KEY_TYPE_GROUP:
-        return Coordinator(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            error_message="the reference cluster only has group coordinators",
-        )
+        return _not_available(key, "the reference cluster only has group coordinators")
     found = view.coordinator_of(key)
     if found is None:
-        return Coordinator(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            error_message="the group's coordinator is not available",
-        )
+        return _not_available(key, "the group's coordinator is not available")
     return Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port, error_code=0)
+
+
+def _not_available(key: str, why: str) -> Coordinator:
+    return Coordinator(
+        key=key,
+        node_id=-1,
+        host="",
+        port=-1,
+        error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        error_message=why,
+    )
