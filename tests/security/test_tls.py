@@ -37,8 +37,13 @@ def _settings(cluster: ReferenceCluster, group: str) -> dict[str, Any]:
     return {**config(cluster.bootstrap_servers, group), **cluster.client_config()}
 
 
-def test_a_kconsumer_group_over_tls_with_every_connection_encrypted(tls_cluster: ReferenceCluster) -> None:
-    cluster = tls_cluster
+@pytest.mark.parametrize("listener", ["tls_cluster", "mtls_cluster"])
+def test_a_kconsumer_group_over_tls_with_every_connection_encrypted(
+    listener: str, request: pytest.FixtureRequest
+) -> None:
+    """Three members over TLS (and over mutual TLS, every connection then carrying the client
+    certificate's principal), a hand-over under the ledger."""
+    cluster: ReferenceCluster = request.getfixturevalue(listener)
     cluster.create_topic(TOPIC, 6)
     produced = {
         (TOPIC, p): cluster.produce(TOPIC, [b"r%d" % i for i in range(20)], partition=p) for p in range(6)
@@ -52,6 +57,8 @@ def test_a_kconsumer_group_over_tls_with_every_connection_encrypted(tls_cluster:
         connections = cluster.connections()
         assert connections, "the members hold connections"
         assert {c.security_protocol for c in connections} == {"SSL"}
+        if listener == "mtls_cluster":
+            assert {c.principal for c in connections} == {"User:CN=client"}
         members[0].close()  # the partitions move: the ledger checks the hand-over
         for p in range(6):
             produced[(TOPIC, p)] += cluster.produce(TOPIC, [b"after"], partition=p)
