@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import multiprocessing
 import os
 import queue
@@ -68,6 +69,9 @@ def _member(name: str, connection: dict[str, str], static: bool, reports: Any, s
         "client.id": f"demo-{name}",
         "auto.offset.reset": "earliest",
         "auto.commit.interval.ms": 500,
+        # At least once: an offset is stored (and so auto-committed) only once its record was
+        # reported as processed; a killed member's unreported records are read again by the next owner.
+        "enable.auto.offset.store": False,
     }
     if static:
         config["group.instance.id"] = f"demo-{name}"
@@ -98,10 +102,26 @@ def _member(name: str, connection: dict[str, str], static: bool, reports: Any, s
             last_report = now
             owned = sorted(tp.partition for tp in consumer.assignment())
             reports.put(("view", name, now, (consumer.member_epoch(), owned, consumed, batch)))
+            _store_processed(consumer, batch)
             batch = []
     reports.put(("view", name, time.time(), (consumer.member_epoch(), [], consumed, batch)))
+    _store_processed(consumer, batch)
     consumer.close()
     reports.put(("closed", name, time.time(), None))
+
+
+def _store_processed(consumer: Any, batch: list[tuple[int, int]]) -> None:
+    """Store the offsets after the records of `batch` (reported as processed) for auto-commit."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    last: dict[int, int] = {}
+    for partition, offset in batch:
+        last[partition] = max(offset, last.get(partition, -1))
+    if not last:
+        return
+    # A partition no longer owned raises: its next owner reads those records again.
+    with contextlib.suppress(KafkaException):
+        consumer.store_offsets(offsets=[TopicPartition(TOPIC, p, o + 1) for p, o in last.items()])
 
 
 @dataclass
@@ -229,17 +249,22 @@ class Demo:
             except queue.Empty:
                 return
             member = self.members.get(name)
-            if member is None or not member.alive:
+            if member is None:
                 continue
             if kind == "view":
                 epoch, owned, consumed, batch = payload
+                # What a member reported it processed counts even if it was killed since.
+                self.seen.update(batch)
+                if not member.alive:
+                    continue
                 now = time.time()
                 since, before = member.last
                 if since:
                     member.rate = (consumed - before) / max(now - since, 1e-6)
                 member.last = (now, consumed)
                 member.epoch, member.owned, member.consumed = epoch, owned, consumed
-                self.seen.update(batch)
+            elif not member.alive:
+                continue
             elif kind in ("assigned", "revoked", "lost") and (payload or kind != "assigned"):
                 self.say(f"member {name}: {kind} partitions {payload}")
             elif kind == "closed":
