@@ -6,7 +6,7 @@ import socket
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from parity_harness import Run, compare, drain, read
 
 from kconsumer.errors import ErrorCode
@@ -124,8 +124,8 @@ def test_error_cb_when_no_broker_answers(cluster: ReferenceCluster) -> None:
 
 
 def test_error_cb_when_the_coordinators_broker_stops(cluster: ReferenceCluster) -> None:
-    """On three brokers, the coordinator's broker stops: error_cb hears _TRANSPORT (connection
-    refused) and nothing else, poll() raises nothing, and the consumer keeps its partitions."""
+    """On three brokers, the coordinator's broker stops: error_cb hears at most _TRANSPORT
+    (connection refused), poll() raises nothing, and the consumer keeps its partitions."""
 
     def scenario(run: Run) -> dict[str, Any]:
         with ReferenceCluster(brokers=3, heartbeat_interval_ms=100, session_timeout_ms=3000) as three:
@@ -145,7 +145,9 @@ def test_error_cb_when_the_coordinators_broker_stops(cluster: ReferenceCluster) 
             consumer.close()
             run.made.remove(consumer)
         return {
-            "error_cb codes": sorted(codes),
+            # Whether a client retries the stopped broker before it learns the new coordinator
+            # (and so hears _TRANSPORT) is a race in both: anything else must not be reported.
+            "error_cb codes other than _TRANSPORT": sorted(codes - {KafkaError._TRANSPORT}),
             "records": sorted((m.partition(), m.offset()) for m in before + after),
         }
 
