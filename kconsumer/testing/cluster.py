@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ..broker.coordinator import CoordinatorConfig
+from ..broker.coordinator.classic.model import ClassicGroup
 from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
 from ..broker.server import Broker, ReferenceServer, ServerConfig
 from ..broker.server.config import Listener
@@ -155,6 +156,8 @@ class ReferenceCluster(ClusterBrokers):
         super_users: Iterable[str] = (),
         max_reauth_ms: int | None = None,
         plaintext_listener: bool = False,
+        initial_rebalance_delay_ms: int | None = None,
+        migration_policy: str | None = None,
         config: ServerConfig | None = None,
     ) -> None:
         """`security_protocol` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. TLS listeners use a
@@ -165,7 +168,10 @@ class ReferenceCluster(ClusterBrokers):
         clients to re-authenticate every `max_reauth_ms` (``connections.max.reauth.ms``). `acls`
         (`kconsumer.testing.Acl` allow rules) turn authorization on: what no rule allows is
         denied, except to `super_users` (``User:admin``). `plaintext_listener` adds a second,
-        PLAINTEXT listener to every broker (`client_config(listener="PLAINTEXT")`)."""
+        PLAINTEXT listener to every broker (`client_config(listener="PLAINTEXT")`).
+        `initial_rebalance_delay_ms` is a classic group's first wait for members
+        (``group.initial.rebalance.delay.ms``, 3000 by default), `migration_policy`
+        ``group.consumer.migration.policy``."""
         self.security = ClusterSecurity.build(
             security_protocol,
             ssl_client_auth=ssl_client_auth,
@@ -183,6 +189,8 @@ class ReferenceCluster(ClusterBrokers):
                 ("session_timeout_ms", session_timeout_ms),
                 ("assignment_interval_ms", assignment_interval_ms),
                 ("max_group_size", max_group_size),
+                ("classic_initial_rebalance_delay_ms", initial_rebalance_delay_ms),
+                ("migration_policy", migration_policy),
             ):
                 if value is not None:
                     coordinator[key] = value
@@ -457,6 +465,13 @@ class ReferenceCluster(ClusterBrokers):
             )
 
         return self._call(describe)
+
+    def describe_classic_group(self, group_id: str) -> ClassicGroup | None:
+        """The classic group as the coordinator holds it now (an immutable value: state,
+        generation, protocol, leader, members with metadata and assignment), or None."""
+        return self._call(
+            lambda broker: broker.coordinators.of_group(group_id).state.classic_groups.get(group_id)
+        )
 
     def list_groups(self) -> list[str]:
         """The ids of every consumer group."""

@@ -535,8 +535,9 @@ def crash(consumer: Consumer) -> None:
 
 
 class ConfluentMember:
-    """confluent-kafka's own consumer with ``group.protocol=consumer`` polling in its own thread,
-    reporting to a `Ledger` like `Member` (commits on revocation and every `commit_every` s)."""
+    """confluent-kafka's own consumer (``group.protocol=consumer`` unless `settings` say
+    otherwise) polling in its own thread, reporting to a `Ledger` like `Member` (commits on
+    revocation and every `commit_every` s)."""
 
     def __init__(
         self,
@@ -547,7 +548,10 @@ class ConfluentMember:
         topics: Sequence[str],
         *,
         commit_every: float | None = 0.2,
+        settings: dict[str, Any] | None = None,
     ) -> None:
+        """`settings` are added to (or replace) the consumer's configuration, e.g. a classic
+        member: ``{"group.protocol": "classic", "partition.assignment.strategy": "range"}``."""
         self.ledger = ledger
         self.name = name
         self.topics = list(topics)
@@ -561,6 +565,7 @@ class ConfluentMember:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "log_level": 3,
+                **(settings or {}),
             }
         )
         self.errors: list[Any] = []

@@ -9,6 +9,7 @@ import pytest
 
 from kconsumer.protocol import records as rb
 from kconsumer.protocol.api import API_SPECS, ApiKey
+from kconsumer.protocol.messages import classic_group as classic
 from kconsumer.protocol.messages.admin import (
     CreatableTopic,
     CreatePartitionsRequest,
@@ -149,6 +150,26 @@ BUILDERS: dict[int, Builder] = {
     ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: lambda v, tid: ConsumerGroupInstallAssignmentRequest(
         group_id="g", member_id="m", member_epoch=1
     ),
+    # Classic APIs naming a member of a group that does not exist: answered at once, UNKNOWN_MEMBER_ID.
+    ApiKey.JOIN_GROUP: lambda v, tid: classic.JoinGroupRequest(
+        group_id="classic",
+        session_timeout_ms=10_000,
+        member_id="nobody",
+        protocol_type="consumer",
+        protocols=[classic.JoinGroupRequestProtocol(name="range", metadata=b"")],
+    ),
+    ApiKey.SYNC_GROUP: lambda v, tid: classic.SyncGroupRequest(
+        group_id="classic", generation_id=1, member_id="nobody"
+    ),
+    ApiKey.HEARTBEAT: lambda v, tid: classic.HeartbeatRequest(
+        group_id="classic", generation_id=1, member_id="nobody"
+    ),
+    ApiKey.LEAVE_GROUP: lambda v, tid: (
+        classic.LeaveGroupRequest(group_id="classic", members=[classic.MemberIdentity(member_id="nobody")])
+        if v >= 3
+        else classic.LeaveGroupRequest(group_id="classic", member_id="nobody")
+    ),
+    ApiKey.DESCRIBE_GROUPS: lambda v, tid: classic.DescribeGroupsRequest(groups=["g", "classic"]),
 }
 
 CASES = [

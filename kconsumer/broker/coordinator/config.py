@@ -11,6 +11,12 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_ASSIGNMENT_INTERVAL_MS = 1_000
 DEFAULT_MAX_GROUP_SIZE = 2**31 - 1
 DEFAULT_OFFSET_METADATA_MAX_BYTES = 4096
+DEFAULT_CLASSIC_INITIAL_REBALANCE_DELAY_MS = 3_000
+DEFAULT_CLASSIC_MIN_SESSION_TIMEOUT_MS = 6_000
+DEFAULT_CLASSIC_MAX_SESSION_TIMEOUT_MS = 1_800_000
+#: Kafka's fixed limit on a new classic member's JoinGroup wait (classicGroupNewMemberJoinTimeoutMs).
+CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,15 @@ class CoordinatorConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     #: ``offset.metadata.max.bytes``
     offset_metadata_max_bytes: int = DEFAULT_OFFSET_METADATA_MAX_BYTES
+    #: ``group.initial.rebalance.delay.ms`` (classic groups)
+    classic_initial_rebalance_delay_ms: int = DEFAULT_CLASSIC_INITIAL_REBALANCE_DELAY_MS
+    #: ``group.classic.min.session.timeout.ms`` / ``group.classic.max.session.timeout.ms``
+    classic_min_session_timeout_ms: int = DEFAULT_CLASSIC_MIN_SESSION_TIMEOUT_MS
+    classic_max_session_timeout_ms: int = DEFAULT_CLASSIC_MAX_SESSION_TIMEOUT_MS
+    #: ``group.classic.max.size``
+    classic_max_group_size: int = DEFAULT_MAX_GROUP_SIZE
+    #: ``group.consumer.migration.policy``: bidirectional, upgrade, downgrade or disabled
+    migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         if self.session_timeout_ms <= 0:
@@ -48,7 +63,28 @@ class CoordinatorConfig:
             raise ConfigError("assignors", "at least one server-side assignor is needed")
         if self.offset_metadata_max_bytes < 0:
             raise ConfigError("offset_metadata_max_bytes", "must not be negative")
+        if self.classic_initial_rebalance_delay_ms < 0:
+            raise ConfigError("classic_initial_rebalance_delay_ms", "must not be negative")
+        if not 0 < self.classic_min_session_timeout_ms <= self.classic_max_session_timeout_ms:
+            raise ConfigError(
+                "classic_min_session_timeout_ms",
+                "must be positive and at most classic_max_session_timeout_ms",
+            )
+        if self.classic_max_group_size <= 0:
+            raise ConfigError("classic_max_group_size", "must be positive")
+        if self.migration_policy.lower() not in MIGRATION_POLICIES:
+            raise ConfigError("migration_policy", f"must be one of {', '.join(MIGRATION_POLICIES)}")
 
     @property
     def default_assignor(self) -> str:
         return self.assignors[0]
+
+    @property
+    def allows_upgrade(self) -> bool:
+        """A classic group may become a consumer group online."""
+        return self.migration_policy.lower() in ("bidirectional", "upgrade")
+
+    @property
+    def allows_downgrade(self) -> bool:
+        """A consumer group whose members all use the classic protocol may become classic again."""
+        return self.migration_policy.lower() in ("bidirectional", "downgrade")

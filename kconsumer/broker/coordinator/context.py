@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...assignment.interface import ServerAssignor
 from ...assignment.validation import GroupSnapshot
+from .classic.replies import PendingReplies
 from .config import CoordinatorConfig
 from .metadata import MetadataImage
 from .state import CoordinatorState, RecordWriter
@@ -46,6 +47,8 @@ class Context:
     client_runs: dict[str, ClientAssignmentRun]
     new_member_id: Callable[[], str]
     now_ms: int
+    #: Waiting classic JoinGroup / SyncGroup requests (soft state).
+    replies: PendingReplies = field(default_factory=PendingReplies)
 
 
 # Timer keys.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ...assignment.interface import ServerAssignor
 from ...errors import KafkaApiError
@@ -40,6 +40,8 @@ from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from . import client_assignment, describe, heartbeat, offsets
 from .assignors import resolve_assignors
+from .classic import api as classic_api
+from .classic.replies import Deferred, PendingReplies
 from .config import CoordinatorConfig
 from .context import ClientAssignmentRun, Context, rebalance_timer, session_timer
 from .membership import bump_group_epoch, fence_member
@@ -100,6 +102,7 @@ class GroupCoordinator:
         self.client_runs: dict[str, ClientAssignmentRun] = {}
         self.new_member_id = new_member_id or _counter_ids()
         self.log: RecordLog | None = RecordLog() if keep_log else None
+        self.replies = PendingReplies()
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -115,6 +118,7 @@ class GroupCoordinator:
             client_runs=self.client_runs,
             new_member_id=self.new_member_id,
             now_ms=now_ms,
+            replies=self.replies,
         )
 
     def _done(self, ctx: Context, response: R) -> Result[R]:
@@ -192,14 +196,33 @@ class GroupCoordinator:
             )
         return self._done(ctx, response)
 
+    def classic(
+        self, request: Message, version: int, now_ms: int, client_id: str = "", client_host: str = ""
+    ) -> Result[Message | Deferred]:
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup or DescribeGroups. JoinGroup and SyncGroup
+        may answer later: their result is then a `Deferred` ticket (see `take_replies`)."""
+        ctx = self._context(now_ms)
+        return self._done(ctx, classic_api.handle(ctx, request, version, client_id, client_host))
+
+    def take_replies(self) -> list[tuple[int, Message]]:
+        """(ticket, response) of deferred JoinGroup / SyncGroup answers ready since the last call."""
+        return self.replies.take()
+
+    def abandon_replies(self) -> list[tuple[int, Message]]:
+        """Every waiting JoinGroup / SyncGroup answered NOT_COORDINATOR (this coordinator is
+        being replaced by one replaying its log)."""
+        return self.replies.abandon()
+
     def handle(
         self, request: Message, version: int, now_ms: int, client_id: str = "", client_host: str = ""
-    ) -> Result[Message]:
+    ) -> Result[Message | Deferred]:
         """Dispatch any group or offset API request by its key (for the server)."""
         key = request.API_KEY
         if key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
             assert isinstance(request, ConsumerGroupHeartbeatRequest)
             return self.heartbeat(request, version, now_ms, client_id, client_host)  # type: ignore[return-value]
+        if key in classic_api.CLASSIC_APIS:
+            return self.classic(request, version, now_ms, client_id, client_host)
         handlers: dict[int, Callable[[Message, int, int], Result[Message]]] = {
             ApiKey.OFFSET_COMMIT: self.offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_FETCH: self.offset_fetch,  # type: ignore[dict-item]
@@ -211,7 +234,7 @@ class GroupCoordinator:
         handler = handlers.get(key)
         if handler is None:
             raise ValueError(f"the coordinator does not handle API key {key}")
-        return handler(request, version, now_ms)
+        return handler(request, version, now_ms)  # type: ignore[return-value]
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -250,6 +273,9 @@ class GroupCoordinator:
         ctx = self._context(now_ms)
         for key, payload in self.timers.expired(now_ms):
             kind, group_id = key[0], key[1]
+            if kind.startswith("classic-"):
+                self._poll_classic(ctx, key, payload)
+                continue
             group = self.state.group(group_id)
             if group is None:
                 continue
@@ -263,6 +289,11 @@ class GroupCoordinator:
             elif kind == "client-assignment":
                 client_assignment.on_deadline(ctx, group)
         return self._done(ctx, None).records
+
+    def _poll_classic(self, ctx: Context, key: tuple[Any, ...], payload: Any) -> None:
+        group = self.state.classic_groups.get(key[1])
+        if group is not None:
+            classic_api.on_timer(ctx, group, key, payload)
 
     # -- failover --------------------------------------------------------------------------------
 
@@ -285,6 +316,7 @@ class GroupCoordinator:
             coordinator.state.replay(record)
             if coordinator.log is not None:
                 coordinator.log.append(record)
+        classic_api.on_loaded(coordinator._context(now_ms))
         timeout = coordinator.config.session_timeout_ms
         for group in coordinator.state.groups.values():
             for member in group.members.values():

@@ -15,6 +15,7 @@ from ...protocol.messages.consumer_group import (
 )
 from ...protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from ...protocol.uuid import Uuid
+from .classic.describe import listed_classic_groups
 from .client_assignment import select_assignor
 from .context import Context
 from .model import ConsumerGroup, ConsumerGroupMember
@@ -100,7 +101,7 @@ def _assignment(ctx: Context, items: Iterable[tuple[Uuid, Iterable[int]]]) -> De
 
 
 def list_groups(ctx: Context, request: ListGroupsRequest) -> ListGroupsResponse:
-    """Consumer groups (type ``consumer``) and simple groups (type ``classic``, state Empty)."""
+    """Consumer groups (type ``consumer``), classic groups and simple groups (type ``classic``)."""
     states = {s.lower() for s in request.states_filter}
     types = {t.lower() for t in request.types_filter}
     listed = []
@@ -112,7 +113,8 @@ def list_groups(ctx: Context, request: ListGroupsRequest) -> ListGroupsResponse:
                     group_id=group_id, protocol_type="consumer", group_state=state, group_type="consumer"
                 )
             )
-    for group_id in sorted(ctx.state.simple_groups - set(ctx.state.groups)):
+    listed.extend(listed_classic_groups(ctx, states, types))
+    for group_id in sorted(ctx.state.simple_groups - set(ctx.state.groups) - set(ctx.state.classic_groups)):
         if (not states or "empty" in states) and (not types or "classic" in types):
             listed.append(
                 ListedGroup(group_id=group_id, protocol_type="", group_state="Empty", group_type="classic")

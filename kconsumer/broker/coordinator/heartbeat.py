@@ -39,6 +39,7 @@ from .model import (
 )
 from .reconciliation import reconcile, same_assigned_partitions
 from .records import (
+    ClassicGroupTombstone,
     CurrentAssignmentRecord,
     GroupEpochRecord,
     MemberMetadataRecord,
@@ -180,6 +181,7 @@ def _heartbeat(
     ctx: Context, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
 ) -> ConsumerGroupHeartbeatResponse:
     epoch = request.member_epoch
+    _replace_empty_classic_group(ctx, request.group_id, epoch)
     group = ctx.state.group(request.group_id)
     if group is None and epoch != 0:
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
@@ -300,6 +302,17 @@ def _check_epoch(
         f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
         f"group coordinator ({current.member_epoch}). The member must abandon all its partitions and rejoin.",
     )
+
+
+def _replace_empty_classic_group(ctx: Context, group_id: str, epoch: int) -> None:
+    """A classic group of that id: deleted if empty and the member joins (facts §5.4); a
+    non-empty one is not a consumer group."""
+    classic = ctx.state.classic_groups.get(group_id)
+    if classic is None:
+        return
+    if classic.members or epoch != 0:
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    ctx.writer.write(ClassicGroupTombstone(group_id))
 
 
 def _create_group(ctx: Context, group_id: str) -> ConsumerGroup:

@@ -24,6 +24,7 @@ from ...protocol.messages.offsets import (
     OffsetFetchResponseTopics,
 )
 from ...protocol.uuid import ZERO_UUID, Uuid
+from .classic.membership import classic_commit_error
 from .context import Context
 from .model import ConsumerGroup, ConsumerGroupMember
 from .records import OffsetCommitRecord, OffsetValue, SimpleGroupRecord
@@ -111,6 +112,12 @@ def _validate_commit(
 ) -> None:
     """Facts §5.13, checks done by the coordinator. Raises for the whole request."""
     epoch = request.generation_id_or_member_epoch
+    classic = ctx.state.classic_groups.get(request.group_id)
+    if classic is not None:
+        refusal = classic_commit_error(classic, request.member_id, request.group_instance_id, epoch)
+        if refusal != ErrorCode.NONE:
+            raise KafkaApiError(ErrorCode.of(refusal))
+        return
     group = ctx.state.group(request.group_id)
     if group is None:
         if request.group_id in ctx.state.simple_groups:

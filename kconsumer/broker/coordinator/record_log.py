@@ -11,9 +11,13 @@ coordinator's age.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .records import (
+    ClassicGroupRecord,
+    ClassicGroupTombstone,
+    ConsumerGroupTombstone,
     CurrentAssignmentRecord,
     CurrentAssignmentTombstone,
     GroupEpochRecord,
@@ -38,10 +42,15 @@ _TOMBSTONES = (
     RegexTombstone,
     OffsetTombstone,
     SimpleGroupTombstone,
+    ClassicGroupTombstone,
+    ConsumerGroupTombstone,
 )
 
+#: Keys of records about a consumer group (not its offsets).
+_CONSUMER_GROUP_KEYS = frozenset({"group", "member", "target", "target-metadata", "current", "regex"})
 
-def record_key(record: Record) -> Hashable:
+
+def record_key(record: Record) -> tuple[Any, ...]:
     """The compaction key of a record (a tombstone has the key of what it removes)."""
     if isinstance(record, GroupEpochRecord):
         return ("group", record.group_id)
@@ -61,6 +70,10 @@ def record_key(record: Record) -> Hashable:
         return ("offset", record.group_id, record.topic, record.partition)
     if isinstance(record, SimpleGroupRecord | SimpleGroupTombstone):
         return ("simple-group", record.group_id)
+    if isinstance(record, ClassicGroupRecord | ClassicGroupTombstone):
+        return ("classic-group", record.group_id)
+    if isinstance(record, ConsumerGroupTombstone):
+        return ("group", record.group_id)
     raise TypeError(f"not a coordinator record: {record!r}")
 
 
@@ -68,13 +81,20 @@ class RecordLog:
     """An append-only view of the records, kept compacted; iterate it to replay."""
 
     def __init__(self, records: Iterable[Record] = ()) -> None:
-        self._latest: dict[Hashable, Record] = {}
+        self._latest: dict[tuple[Any, ...], Record] = {}
         #: Records ever appended (compaction does not lower it).
         self.appended = 0
         self.extend(records)
 
     def append(self, record: Record) -> None:
+        if isinstance(record, ClassicGroupRecord) and not record.durable:
+            return  # in-memory rebalance progress: a coordinator taking over does not see it
         key = record_key(record)
+        if isinstance(record, ConsumerGroupTombstone):  # the whole group goes, offsets excepted
+            for doomed in [
+                k for k in self._latest if k[0] in _CONSUMER_GROUP_KEYS and k[1] == record.group_id
+            ]:
+                del self._latest[doomed]
         self._latest.pop(key, None)  # the survivor moves to the end, where it was written
         if not isinstance(record, _TOMBSTONES):
             self._latest[key] = record

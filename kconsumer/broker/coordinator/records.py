@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...protocol.uuid import Uuid
+from .classic.model import ClassicGroup
 from .model import CurrentAssignment, MemberRegistration, ResolvedRegex, TargetMember
 
 
@@ -133,6 +134,30 @@ class SimpleGroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True)
+class ClassicGroupRecord:
+    """A classic group's next version. `durable` records are the ones Kafka persists (its
+    GroupMetadata record: a new or empty group, an assignment stored at SyncGroup, a static member
+    replaced); the others carry in-memory rebalance progress, are replayed like every record, and
+    are left out of the log a coordinator taking over replays."""
+
+    group_id: str
+    group: ClassicGroup
+    durable: bool = False
+
+
+@dataclass(frozen=True)
+class ClassicGroupTombstone:
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupTombstone:
+    """An empty consumer group is deleted (a classic member joins its id)."""
+
+    group_id: str
+
+
 Record = (
     GroupEpochRecord
     | MemberMetadataRecord
@@ -148,4 +173,7 @@ Record = (
     | OffsetTombstone
     | SimpleGroupRecord
     | SimpleGroupTombstone
+    | ClassicGroupRecord
+    | ClassicGroupTombstone
+    | ConsumerGroupTombstone
 )

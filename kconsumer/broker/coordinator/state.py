@@ -6,8 +6,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from .classic.model import ClassicGroup
 from .model import ConsumerGroup, ConsumerGroupMember, CurrentAssignment, MemberRegistration
 from .records import (
+    ClassicGroupRecord,
+    ClassicGroupTombstone,
+    ConsumerGroupTombstone,
     CurrentAssignmentRecord,
     CurrentAssignmentTombstone,
     GroupEpochRecord,
@@ -34,6 +38,7 @@ class CoordinatorState:
         self.groups: dict[str, ConsumerGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
         self.simple_groups: set[str] = set()
+        self.classic_groups: dict[str, ClassicGroup] = {}
         self._handlers: dict[type[Any], Callable[[Any], None]] = {
             GroupEpochRecord: self._group_epoch,
             MemberMetadataRecord: self._member_metadata,
@@ -49,6 +54,9 @@ class CoordinatorState:
             OffsetTombstone: self._offset_tombstone,
             SimpleGroupRecord: self._simple_group,
             SimpleGroupTombstone: self._simple_group_tombstone,
+            ClassicGroupRecord: self._classic_group,
+            ClassicGroupTombstone: self._classic_group_tombstone,
+            ConsumerGroupTombstone: self._consumer_group_tombstone,
         }
 
     def replay(self, record: Record) -> None:
@@ -68,7 +76,12 @@ class CoordinatorState:
         if isinstance(record, (SimpleGroupRecord, SimpleGroupTombstone)):
             add = record.group_id in self.simple_groups
             return lambda: (self.simple_groups.add if add else self.simple_groups.discard)(record.group_id)
+        if isinstance(record, (ClassicGroupRecord, ClassicGroupTombstone)):
+            classic = self.classic_groups.get(record.group_id)
+            return lambda: _restore(self.classic_groups, record.group_id, classic)
         group = self.groups.get(record.group_id)
+        if isinstance(record, ConsumerGroupTombstone):
+            return lambda: _restore(self.groups, record.group_id, group)
         if group is None:
             return lambda: self._forget_group(record.group_id)
         epochs = (group.group_epoch, group.metadata_hash, group.assignment_epoch, group.last_assignment_ms)
@@ -119,6 +132,7 @@ class CoordinatorState:
             "groups": groups,
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.items()) if o},
             "simple_groups": sorted(self.simple_groups),
+            "classic_groups": dict(sorted(self.classic_groups.items())),
         }
 
     # -- replay handlers ---------------------------------------------------------------------
@@ -215,6 +229,15 @@ class CoordinatorState:
 
     def _simple_group_tombstone(self, record: SimpleGroupTombstone) -> None:
         self.simple_groups.discard(record.group_id)
+
+    def _classic_group(self, record: ClassicGroupRecord) -> None:
+        self.classic_groups[record.group_id] = record.group
+
+    def _classic_group_tombstone(self, record: ClassicGroupTombstone) -> None:
+        self.classic_groups.pop(record.group_id, None)
+
+    def _consumer_group_tombstone(self, record: ConsumerGroupTombstone) -> None:
+        self.groups.pop(record.group_id, None)
 
 
 class RecordWriter:

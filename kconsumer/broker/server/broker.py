@@ -64,6 +64,11 @@ COORDINATOR_APIS = frozenset(
         ApiKey.LIST_GROUPS,
         ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT,
         ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT,
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.DESCRIBE_GROUPS,
     }
 )
 #: Coordinator APIs that name a group, so a moved coordinator answers them NOT_COORDINATOR.
@@ -187,7 +192,9 @@ class Broker:
                 return DROP  # Kafka closes an acks=0 producer's connection when its request fails
             response = error_response(request, version, code, message)
         elif key in COORDINATOR_APIS:
-            response = self._group(session, header, request)
+            answer = self._group(session, header, request)
+            # A classic JoinGroup / SyncGroup may wait (its connection reads nothing meanwhile).
+            response = await answer if isinstance(answer, asyncio.Future) else answer
         else:
             sync = self._sync.get(key)
             by_session = self._by_session.get(key)
@@ -233,7 +240,9 @@ class Broker:
             raise ValueError(f"{type(request).__name__} cannot be called in-process")
         return by_session(_IN_PROCESS, request, version)
 
-    def _group(self, session: ClientSession, header: RequestHeader, request: Message) -> Message:
+    def _group(
+        self, session: ClientSession, header: RequestHeader, request: Message
+    ) -> Message | asyncio.Future[Message]:
         """A coordinator API: each group it names goes to the shard of its offsets partition, if
         this broker leads that partition (NOT_COORDINATOR otherwise, as Kafka answers)."""
         version = header.api_version
@@ -250,9 +259,10 @@ class Broker:
             led = [
                 p for p, _ in self.coordinators.items() if self.nodes.offsets_leaders[p] == session.node_id
             ]
-            answers = [self.coordinators.handle(p, request, version, client_id, host) for p in led]
-            return merged(answers) if answers else ListGroupsResponse(error_code=0, groups=[])
-        answers = []
+            listed = [self.coordinators.handle(p, request, version, client_id, host) for p in led]
+            shards = [a for a in listed if not isinstance(a, asyncio.Future)]
+            return merged(shards) if shards else ListGroupsResponse(error_code=0, groups=[])
+        answers: list[Message] = []
         for group in groups or [""]:
             narrowed = for_group(request, group)
             partition = self.coordinators.partition_of(group)
@@ -266,7 +276,10 @@ class Broker:
                     )
                 )
             else:
-                answers.append(self.coordinators.handle(partition, narrowed, version, client_id, host))
+                answer = self.coordinators.handle(partition, narrowed, version, client_id, host)
+                if isinstance(answer, asyncio.Future):
+                    return answer  # JoinGroup and SyncGroup name exactly one group
+                answers.append(answer)
         return merged(answers)
 
     def _produce(self, session: ClientSession, request: Message, version: int) -> Message | None:

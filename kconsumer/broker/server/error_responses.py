@@ -3,10 +3,10 @@
 Kafka builds these with each request's ``getErrorResponse``: Produce, ListOffsets and OffsetCommit
 fail every partition; Fetch sets its top-level code (v7+) and, before v13, every partition too;
 Metadata fails every requested topic (and sets the v13 top-level code); the admin APIs fail every
-topic; FindCoordinator fails its key (v0-3) or every key (v4+); ConsumerGroupDescribe fails every
-group; OffsetFetch fails every group (v8+), the whole response (v2-7) or every partition (v1); the
-rest have a single top-level code. Used for injected faults, for NOT_COORDINATOR after a
-coordinator failover and for UNKNOWN_SERVER_ERROR when a handler fails.
+topic; FindCoordinator fails its key (v0-3) or every key (v4+); ConsumerGroupDescribe and
+DescribeGroups fail every group; OffsetFetch fails every group (v8+), the whole response (v2-7)
+or every partition (v1); the rest have a single top-level code. Used for injected faults, for
+NOT_COORDINATOR after a coordinator failover and for UNKNOWN_SERVER_ERROR when a handler fails.
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...protocol.api import API_SPECS, ApiKey
-from ...protocol.messages import admin, consumer_group, fetch, list_offsets, metadata, offsets, produce
+from ...protocol.messages import (
+    admin,
+    classic_group,
+    consumer_group,
+    fetch,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+)
 from ...protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from ...protocol.schema import Message
 
@@ -230,6 +239,17 @@ def _describe(request: Message, version: int, code: int, message: str | None) ->
 
 _Builder = Callable[[Message, int, int, "str | None"], Message]
 
+
+def _describe_groups(request: Message, version: int, code: int, message: str | None) -> Message:
+    assert isinstance(request, classic_group.DescribeGroupsRequest)
+    return classic_group.DescribeGroupsResponse(
+        groups=[
+            classic_group.DescribedGroup(group_id=group, error_code=code, error_message=message)
+            for group in request.groups
+        ]
+    )
+
+
 _BUILDERS: dict[int, _Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -243,4 +263,5 @@ _BUILDERS: dict[int, _Builder] = {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _describe,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...protocol.messages.classic_group import DescribeGroupsRequest
 from ...protocol.messages.consumer_group import ConsumerGroupDescribeRequest
 from ...protocol.messages.list_groups import ListGroupsRequest
 from ...protocol.messages.offsets import OffsetFetchRequest
@@ -19,6 +20,8 @@ def group_ids(request: Message) -> list[str] | None:
         return None
     if isinstance(request, ConsumerGroupDescribeRequest):
         return list(request.group_ids)
+    if isinstance(request, DescribeGroupsRequest):
+        return list(request.groups)
     if isinstance(request, OffsetFetchRequest) and request.groups:
         return [group.group_id for group in request.groups]
     group_id: str = vars(request)["group_id"]
@@ -30,6 +33,8 @@ def for_group(request: Message, group_id: str) -> Message:
     values: dict[str, Any] = dict(request.__dict__)
     if isinstance(request, ConsumerGroupDescribeRequest):
         values["group_ids"] = [group_id]
+    elif isinstance(request, DescribeGroupsRequest):
+        values["groups"] = [group_id]
     elif isinstance(request, OffsetFetchRequest) and request.groups:
         values["groups"] = [g for g in request.groups if g.group_id == group_id][:1]
     else:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 from ...protocol.schema import Message
 from ..coordinator import GroupCoordinator, MetadataImage
+from ..coordinator.classic.replies import Deferred
 from ..coordinator.records import Record
 from .config import ServerConfig
 from .events import CAUSE_METADATA, CAUSE_REQUEST, CAUSE_TIMER, GroupEventLog
@@ -54,6 +55,8 @@ class CoordinatorShards:
         self._events = events
         self.partitions = partitions
         self._shards: dict[int, _Shard] = {}
+        #: Deferred classic answers, by (partition, ticket of that partition's coordinator).
+        self._waiting: dict[tuple[int, int], asyncio.Future[Message]] = {}
 
     def now_ms(self) -> int:
         return int(self._loop.time() * 1000)
@@ -83,19 +86,39 @@ class CoordinatorShards:
         for partition, shard in list(self._shards.items()):
             yield partition, shard.coordinator
 
-    def handle(self, partition: int, request: Message, version: int, client_id: str, host: str) -> Message:
-        """Let the shard of `partition` answer a group request."""
+    def handle(
+        self, partition: int, request: Message, version: int, client_id: str, host: str
+    ) -> Message | asyncio.Future[Message]:
+        """Let the shard of `partition` answer a group request: a response, or a future one (a
+        classic JoinGroup waiting for the join phase, a SyncGroup for the leader)."""
         coordinator = self.of_partition(partition)
         result = coordinator.handle(request, version, self.now_ms(), client_id, host)
-        self._observe(coordinator, result.records, CAUSE_REQUEST, request, result.response)
+        response = result.response
+        answer: Message | asyncio.Future[Message]
+        if isinstance(response, Deferred):
+            answer = self._loop.create_future()
+            self._waiting[(partition, response.ticket)] = answer
+            self._observe(coordinator, result.records, CAUSE_REQUEST, request, None)
+        else:
+            answer = response
+            self._observe(coordinator, result.records, CAUSE_REQUEST, request, response)
+        self._deliver(partition, coordinator.take_replies())
         self._arm(partition)
-        return result.response
+        return answer
+
+    def _deliver(self, partition: int, replies: list[tuple[int, Message]]) -> None:
+        """Send deferred answers to the requests waiting for them."""
+        for ticket, response in replies:
+            future = self._waiting.pop((partition, ticket), None)
+            if future is not None and not future.done():
+                future.set_result(response)
 
     def update_metadata(self, image: MetadataImage) -> None:
         """Topics changed: every shard sees the new image."""
         for partition, coordinator in self.items():
             records = coordinator.update_metadata(image, self.now_ms())
             self._observe(coordinator, records, CAUSE_METADATA)
+            self._deliver(partition, coordinator.take_replies())
             self._arm(partition)
 
     def reload(self, partition: int) -> None:
@@ -104,6 +127,7 @@ class CoordinatorShards:
         if shard is None:
             return
         old = shard.coordinator
+        self._deliver(partition, old.abandon_replies())
         if old.log is None:
             raise RuntimeError(
                 "moving a coordinator needs its record log (ServerConfig.keep_coordinator_log)"
@@ -121,8 +145,9 @@ class CoordinatorShards:
         self._arm(partition)
 
     def close(self) -> None:
-        """Stop every shard's timer."""
-        for shard in self._shards.values():
+        """Stop every shard's timer; waiting classic requests are answered NOT_COORDINATOR."""
+        for partition, shard in self._shards.items():
+            self._deliver(partition, shard.coordinator.abandon_replies())
             if shard.timer is not None:
                 shard.timer.cancel()
             shard.timer = None
@@ -164,6 +189,7 @@ class CoordinatorShards:
             # asyncio may run a timer up to its clock resolution early: never poll before the deadline.
             records = shard.coordinator.poll(max(self.now_ms(), deadline))
             self._observe(shard.coordinator, records, CAUSE_TIMER)
+            self._deliver(partition, shard.coordinator.take_replies())
         except Exception:
             logger.exception("the group coordinator's timers failed")
         self._arm(partition)

@@ -6,6 +6,7 @@ from ..schema import Message
 from . import (
     admin,
     api_versions,
+    classic_group,
     consumer_group,
     extensions,
     fetch,
@@ -20,6 +21,7 @@ from . import (
 _MODULES = (
     admin,
     api_versions,
+    classic_group,
     consumer_group,
     extensions,
     fetch,

@@ -1,0 +1,73 @@
+"""The classic group APIs' entry points: which group a request goes to, its timers, and the
+state a coordinator taking over starts from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....errors import ErrorCode
+from ....protocol.api import ApiKey
+from ....protocol.messages.classic_group import (
+    DescribeGroupsRequest,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from ....protocol.schema import Message
+from ..context import Context
+from . import join, membership, rebalance
+from .describe import describe_groups
+from .model import ClassicGroup
+from .replies import Deferred
+
+CLASSIC_APIS = frozenset(
+    {ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.DESCRIBE_GROUPS}
+)
+
+
+def handle(
+    ctx: Context, request: Message, version: int, client_id: str, client_host: str
+) -> Message | Deferred:
+    """Answer one classic API request (or a ticket for a later answer)."""
+    if isinstance(request, JoinGroupRequest):
+        return join.join(ctx, request, version, client_id, client_host)
+    if isinstance(request, DescribeGroupsRequest):
+        return describe_groups(ctx, request, version)
+    group = ctx.state.classic_groups.get(vars(request)["group_id"])
+    if isinstance(request, SyncGroupRequest):
+        if group is None:
+            return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        return membership.sync(ctx, group, request)
+    if isinstance(request, HeartbeatRequest):
+        if group is None:
+            return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        return membership.heartbeat(ctx, group, request)
+    if isinstance(request, LeaveGroupRequest):
+        if group is None:
+            return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        return membership.leave(ctx, group, request, version)
+    raise ValueError(f"not a classic group API: {type(request).__name__}")
+
+
+def on_timer(ctx: Context, group: ClassicGroup, key: tuple[Any, ...], payload: Any) -> None:
+    """A classic timer fired (a member's session, the join phase, the sync phase)."""
+    kind = key[0]
+    if kind == "classic-heartbeat":
+        rebalance.on_heartbeat_expired(ctx, group, key[2])
+    elif kind == "classic-join":
+        rebalance.on_join_timer(ctx, group, payload)
+    elif kind == "classic-sync":
+        rebalance.on_sync_expired(ctx, group, payload)
+
+
+def on_loaded(ctx: Context) -> None:
+    """After a coordinator replayed another's log: each classic group as Kafka loads it (Stable
+    with its members, or Empty), every member's session timer started."""
+    for group in list(ctx.state.classic_groups.values()):
+        loaded = rebalance.write(ctx, group.loaded())
+        for member_id in loaded.members:
+            rebalance.reschedule_heartbeat(ctx, loaded, member_id)
