@@ -158,6 +158,7 @@ class ReferenceCluster(ClusterBrokers):
         plaintext_listener: bool = False,
         initial_rebalance_delay_ms: int | None = None,
         migration_policy: str | None = None,
+        group_protocols: Iterable[str] = ("classic", "consumer"),
         config: ServerConfig | None = None,
     ) -> None:
         """`security_protocol` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. TLS listeners use a
@@ -171,7 +172,9 @@ class ReferenceCluster(ClusterBrokers):
         PLAINTEXT listener to every broker (`client_config(listener="PLAINTEXT")`).
         `initial_rebalance_delay_ms` is a classic group's first wait for members
         (``group.initial.rebalance.delay.ms``, 3000 by default), `migration_policy`
-        ``group.consumer.migration.policy``."""
+        ``group.consumer.migration.policy``. `group_protocols` is
+        ``group.coordinator.rebalance.protocols``: ``("classic",)`` makes a cluster without KIP-848,
+        as brokers before Kafka 4.0."""
         self.security = ClusterSecurity.build(
             security_protocol,
             ssl_client_auth=ssl_client_auth,
@@ -207,6 +210,7 @@ class ReferenceCluster(ClusterBrokers):
                 sasl=self.security.sasl,
                 authorizer=self.security.authorizer,
                 brokers=brokers,
+                group_protocols=tuple(group_protocols),
                 extra_listeners=(Listener("PLAINTEXT"),) if plaintext_listener else (),
             )
         self.config = config

@@ -12,18 +12,13 @@ import pytest
 
 from kconsumer.broker.coordinator import CoordinatorConfig, GroupCoordinator
 from kconsumer.broker.coordinator.classic.model import ClassicState
-from kconsumer.broker.coordinator.classic.replies import Deferred
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.messages.classic_group import (
     DescribeGroupsRequest,
-    HeartbeatRequest,
     JoinGroupRequest,
-    JoinGroupRequestProtocol,
     JoinGroupResponse,
     LeaveGroupRequest,
     MemberIdentity,
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
 )
 from kconsumer.protocol.messages.list_groups import ListGroupsRequest
 from kconsumer.protocol.messages.offsets import (
@@ -32,15 +27,14 @@ from kconsumer.protocol.messages.offsets import (
     OffsetCommitRequestTopic,
 )
 
-GROUP = "g"
-SESSION = 10_000
-REBALANCE = 20_000
+from .classic_calls import GROUP, REBALANCE, SESSION, ClassicCalls
+
 DELAY = 3_000
 #: Members joining during the initial delay extend it once by the delay (Kafka's InitialDelayedJoin).
 EXTENDED = 2 * DELAY
 
 
-class Driver:
+class Driver(ClassicCalls):
     """One coordinator, a clock, and the answers its deferred requests got."""
 
     def __init__(self, **config: Any) -> None:
@@ -48,33 +42,6 @@ class Driver:
         self.coordinator = GroupCoordinator(self.config)
         self.now = 0
         self.answers: dict[int, Any] = {}
-
-    def call(self, request: Any, version: int) -> Any:
-        result = self.coordinator.handle(request, version, self.now, "client", "/host")
-        self._collect()
-        response = result.response
-        if isinstance(response, Deferred):
-            return self.answers.pop(response.ticket, response)
-        return response
-
-    def advance(self, ms: int) -> None:
-        """Let `ms` pass, firing each timer at its own deadline."""
-        target = self.now + ms
-        while (deadline := self.coordinator.next_deadline()) is not None and deadline <= target:
-            self.now = max(self.now, deadline)
-            self.coordinator.poll(self.now)
-            self._collect()
-        self.now = target
-
-    def answer(self, pending: Any) -> Any:
-        """The answer a request got, now or since (None: it still waits)."""
-        if not isinstance(pending, Deferred):
-            return pending
-        return self.answers.pop(pending.ticket, None)
-
-    def _collect(self) -> None:
-        for ticket, response in self.coordinator.take_replies():
-            self.answers[ticket] = response
 
     def group(self) -> Any:
         return self.coordinator.state.classic_groups.get(GROUP)
@@ -88,16 +55,14 @@ class Driver:
         protocol_type: str = "consumer",
         session: int = SESSION,
     ) -> Any:
-        request = JoinGroupRequest(
-            group_id=GROUP,
-            session_timeout_ms=session,
-            rebalance_timeout_ms=REBALANCE,
-            member_id=member_id,
-            group_instance_id=instance_id,
+        return self.join_group(
+            member_id,
+            protocols,
+            version=version,
+            instance_id=instance_id,
             protocol_type=protocol_type,
-            protocols=[JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+            session=session,
         )
-        return self.call(request, version)
 
     def new_member(self, **options: Any) -> str:
         """A dynamic member's id after MEMBER_ID_REQUIRED."""
@@ -108,22 +73,10 @@ class Driver:
     def sync(
         self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None, **more: Any
     ) -> Any:
-        request = SyncGroupRequest(
-            group_id=GROUP,
-            generation_id=generation,
-            member_id=member_id,
-            assignments=[
-                SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in (assignments or {}).items()
-            ],
-            **more,
-        )
-        return self.call(request, 5)
+        return self.sync_group(member_id, generation, assignments, **more)
 
     def heartbeat(self, member_id: str, generation: int, instance_id: str | None = None) -> int:
-        request = HeartbeatRequest(
-            group_id=GROUP, generation_id=generation, member_id=member_id, group_instance_id=instance_id
-        )
-        return int(self.call(request, 4).error_code)
+        return self.classic_heartbeat(member_id, generation, instance_id)
 
 
 def stable_pair(d: Driver) -> tuple[str, str, int]:

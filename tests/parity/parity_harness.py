@@ -25,6 +25,12 @@ from kconsumer.testing import ReferenceCluster
 
 #: (scenario, observation key) -> why kconsumer deliberately differs there.
 INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("broker without KIP-848", "polls"): (
+        "confluent-kafka's KIP-848 consumer retries a broker without ConsumerGroupHeartbeat forever "
+        "and tells the application nothing (only its debug log says 'ConsumerGroupHeartbeatRequest "
+        "not supported by broker'); kconsumer fails at the first poll with one fatal error naming "
+        "the cause and the fix, as Kafka's Java consumer throws UnsupportedVersionException"
+    ),
     ("seek in on_assign", "seek"): (
         "confluent-kafka refuses seek() inside on_assign (_UNKNOWN_PARTITION: the partition is "
         "assigned after the callback); kconsumer starts the partition there, as Kafka's Java "

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kconsumer.broker.coordinator import heartbeat as coordinator_heartbeat
+from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
 from kconsumer.client.member.commits import CommitManager, CommitOutput
 from kconsumer.client.member.core import MemberCore
@@ -56,7 +56,7 @@ def static_replacement_drops_regexes(monkeypatch: pytest.MonkeyPatch) -> None:
         kwargs["drop_regexes"] = True
         remove_member(ctx, group, member_id, **kwargs)
 
-    monkeypatch.setattr(coordinator_heartbeat, "remove_member", remove)
+    monkeypatch.setattr(coordinator_progress, "remove_member", remove)
 
 
 def auto_commit_includes_revoking(monkeypatch: pytest.MonkeyPatch) -> None:

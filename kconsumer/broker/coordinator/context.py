@@ -60,5 +60,25 @@ def rebalance_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("rebalance", group_id, member_id)
 
 
+def consumer_join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic member of a consumer group told to rejoin must JoinGroup before it fires."""
+    return ("consumer-join", group_id, member_id)
+
+
+def consumer_sync_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic member of a consumer group must SyncGroup after its JoinGroup before it fires."""
+    return ("consumer-sync", group_id, member_id)
+
+
+def member_timers(group_id: str, member_id: str) -> tuple[tuple[str, str, str], ...]:
+    """Every timer of a consumer group member."""
+    return (
+        session_timer(group_id, member_id),
+        rebalance_timer(group_id, member_id),
+        consumer_join_timer(group_id, member_id),
+        consumer_sync_timer(group_id, member_id),
+    )
+
+
 def client_assignment_timer(group_id: str) -> tuple[str, str]:
     return ("client-assignment", group_id)

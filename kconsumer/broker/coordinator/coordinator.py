@@ -268,8 +268,9 @@ class GroupCoordinator:
         return self.timers.next_deadline()
 
     def poll(self, now_ms: int) -> list[Record]:
-        """Fire every timer due at `now_ms`: session and rebalance timeouts fence members; an
-        expired client-side assignment deadline chooses another member."""
+        """Fire every timer due at `now_ms`: session and rebalance timeouts (and a classic
+        member's missed rejoin or sync) fence members; an expired client-side assignment
+        deadline chooses another member."""
         ctx = self._context(now_ms)
         for key, payload in self.timers.expired(now_ms):
             kind, group_id = key[0], key[1]
@@ -279,7 +280,7 @@ class GroupCoordinator:
             group = self.state.group(group_id)
             if group is None:
                 continue
-            if kind == "session":
+            if kind in ("session", "consumer-join", "consumer-sync"):
                 if key[2] in group.members:
                     fence_member(ctx, group, key[2])
             elif kind == "rebalance":
@@ -320,7 +321,10 @@ class GroupCoordinator:
         timeout = coordinator.config.session_timeout_ms
         for group in coordinator.state.groups.values():
             for member in group.members.values():
-                coordinator.timers.schedule(session_timer(group.group_id, member.member_id), now_ms + timeout)
+                coordinator.timers.schedule(
+                    session_timer(group.group_id, member.member_id),
+                    now_ms + member.metadata.session_timeout_ms(timeout),
+                )
                 if member.current.state == MemberAssignmentState.UNREVOKED_PARTITIONS:
                     coordinator.timers.schedule(
                         rebalance_timer(group.group_id, member.member_id),

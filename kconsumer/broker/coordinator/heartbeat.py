@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 
 from ...assignment.announcements import AnnouncedAssignor
-from ...assignment.interface import PartitionAssignorError
 from ...assignment.versions import VersionRange
 from ...errors import ErrorCode, KafkaApiError
 from ...patterns import InvalidPatternError, compile_pattern
@@ -25,19 +24,20 @@ from ...protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatResponse,
 )
 from ...protocol.uuid import Uuid
-from .client_assignment import request_client_assignment, select_assignor, should_compute, to_topic_partitions
+from .classic.migration import upgrade
+from .client_assignment import should_compute, to_topic_partitions
 from .context import Context, rebalance_timer, session_timer
-from .membership import bump_group_epoch, drop_unused_regexes, fence_member, remove_member
+from .membership import bump_group_epoch, drop_unused_regexes, fence_member
 from .model import (
     AssignedPartitions,
     ConsumerGroup,
     ConsumerGroupMember,
     CurrentAssignment,
-    MemberAssignmentState,
     MemberRegistration,
     ResolvedRegex,
 )
-from .reconciliation import reconcile, same_assigned_partitions
+from .progress import maybe_update_target, reconcile_member, replace_static_member
+from .reconciliation import same_assigned_partitions
 from .records import (
     ClassicGroupTombstone,
     CurrentAssignmentRecord,
@@ -45,10 +45,8 @@ from .records import (
     MemberMetadataRecord,
     RegexRecord,
     SimpleGroupTombstone,
-    TargetMemberRecord,
     TargetMetadataRecord,
 )
-from .target import assignment_due, compute_server_target, subscribed_topic_ids
 
 
 def _invalid(message: str) -> KafkaApiError:
@@ -181,7 +179,7 @@ def _heartbeat(
     ctx: Context, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
 ) -> ConsumerGroupHeartbeatResponse:
     epoch = request.member_epoch
-    _replace_empty_classic_group(ctx, request.group_id, epoch)
+    _take_over_classic_group(ctx, request.group_id, epoch)
     group = ctx.state.group(request.group_id)
     if group is None and epoch != 0:
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
@@ -206,7 +204,7 @@ def _heartbeat(
     if group is None:
         group = _create_group(ctx, request.group_id)
     if replaced is not None:
-        member = _replace_static_member(ctx, group, replaced, member_id)
+        member = replace_static_member(ctx, group, replaced, member_id)
     old_metadata = member.metadata if member is not None else MemberRegistration(member_id)
     new_metadata = _updated_metadata(old_metadata, request, client_id, client_host)
     if member is None or new_metadata != old_metadata:
@@ -226,11 +224,11 @@ def _heartbeat(
         if bump or new_hash != group.metadata_hash:
             bump_group_epoch(ctx, group)
 
-    error = _maybe_update_target(ctx, group)
+    error = maybe_update_target(ctx, group)
     if error is not None:
         raise error  # the caller rolls every record of this heartbeat back (facts §5.7.5)
 
-    member = _reconcile(ctx, group, member, owned, subscription_changed)
+    member = reconcile_member(ctx, group, member, owned, subscription_changed)
     ctx.timers.schedule(session_timer(group.group_id, member_id), ctx.now_ms + ctx.config.session_timeout_ms)
     return _response(ctx, group, member, request, assigned_before)
 
@@ -251,7 +249,9 @@ def _resolve_member(
     if epoch == 0:
         if holder is None or holder.member_id == member_id:
             return existing, None
-        if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # A classic holder is replaced at once (Kafka: only two consumer-protocol members need
+        # the old one to have left first).
+        if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not holder.uses_classic_protocol:
             raise KafkaApiError(
                 ErrorCode.UNRELEASED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
@@ -304,15 +304,19 @@ def _check_epoch(
     )
 
 
-def _replace_empty_classic_group(ctx: Context, group_id: str, epoch: int) -> None:
+def _take_over_classic_group(ctx: Context, group_id: str, epoch: int) -> None:
     """A classic group of that id: deleted if empty and the member joins (facts §5.4); a
-    non-empty one is not a consumer group."""
+    non-empty one is converted into a consumer group if the migration policy allows it (Kafka's
+    getOrMaybeCreateConsumerGroup), else it is not a consumer group."""
     classic = ctx.state.classic_groups.get(group_id)
     if classic is None:
         return
-    if classic.members or epoch != 0:
+    if epoch != 0:
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-    ctx.writer.write(ClassicGroupTombstone(group_id))
+    if classic.members:
+        upgrade(ctx, classic)
+    else:
+        ctx.writer.write(ClassicGroupTombstone(group_id))
 
 
 def _create_group(ctx: Context, group_id: str) -> ConsumerGroup:
@@ -326,29 +330,11 @@ def _create_group(ctx: Context, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _replace_static_member(
-    ctx: Context, group: ConsumerGroup, old: ConsumerGroupMember, new_member_id: str
-) -> ConsumerGroupMember:
-    """A static member rejoining under a new member id takes over the old one's assignment."""
-    target = group.target.get(old.member_id)
-    # Its session timer stays armed and is ignored when it fires (facts §5.11). The new member takes
-    # over its subscription: the regexes it uses stay resolved (a change of subscription in this
-    # heartbeat drops the ones left unused, as any subscription change does).
-    remove_member(ctx, group, old.member_id, cancel_timers=False, drop_regexes=False)
-    metadata = dataclasses.replace(old.metadata, member_id=new_member_id)
-    ctx.writer.write(MemberMetadataRecord(group.group_id, metadata))
-    if target is not None:
-        ctx.writer.write(TargetMemberRecord(group.group_id, new_member_id, target))
-    current = dataclasses.replace(old.current, member_epoch=0, previous_member_epoch=0, pending_revocation={})
-    ctx.writer.write(CurrentAssignmentRecord(group.group_id, new_member_id, current))
-    return group.members[new_member_id]
-
-
 def _updated_metadata(
     old: MemberRegistration, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
 ) -> MemberRegistration:
     """Facts §5.6 step 1: only the fields that were sent change; client id/host always."""
-    changes: dict[str, object] = {"client_id": client_id, "client_host": client_host}
+    changes: dict[str, object] = {"client_id": client_id, "client_host": client_host, "classic": None}
     if request.instance_id is not None:
         changes["instance_id"] = request.instance_id
     if request.rack_id is not None:
@@ -401,64 +387,6 @@ def _resolve_new_regex(ctx: Context, group: ConsumerGroup, regex: str | None) ->
 
     topics = matching_topics(regex, ctx.image.topics_by_name)
     ctx.writer.write(RegexRecord(group.group_id, regex, ResolvedRegex(topics, ctx.image.version, ctx.now_ms)))
-
-
-def _maybe_update_target(ctx: Context, group: ConsumerGroup) -> KafkaApiError | None:
-    """Facts §5.7: compute a new target when the group epoch is ahead and the interval allows."""
-    if not assignment_due(group, ctx.config.assignment_interval_ms, ctx.now_ms):
-        return None
-    selection = select_assignor(group, ctx.default_assignor)
-    if selection.client_side:
-        request_client_assignment(ctx, group, selection.name)
-        if group.group_id in ctx.client_runs:
-            return None
-        selection = select_assignor(group, ctx.default_assignor)
-        if selection.client_side:  # nobody can compute it: fall back to the default server assignor
-            selection = dataclasses.replace(selection, name=ctx.default_assignor, client_side=False)
-    ctx.client_runs.pop(group.group_id, None)
-    assignor = ctx.assignors.get(selection.name) or ctx.assignors[ctx.default_assignor]
-    try:
-        compute_server_target(ctx.writer, group, ctx.image, assignor, ctx.now_ms)
-    except PartitionAssignorError as exc:
-        return KafkaApiError(
-            ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment: {exc}"
-        )
-    return None
-
-
-def _reconcile(
-    ctx: Context,
-    group: ConsumerGroup,
-    member: ConsumerGroupMember,
-    owned: dict[Uuid, frozenset[int]] | None,
-    subscription_changed: bool,
-) -> ConsumerGroupMember:
-    current = member.current
-    if (
-        current.state == MemberAssignmentState.STABLE
-        and current.member_epoch == group.assignment_epoch
-        and not subscription_changed
-    ):
-        return member  # fully reconciled: nothing to do (facts §5.8)
-    new_current = reconcile(
-        member.member_id,
-        current,
-        group.assignment_epoch,
-        group.target_of(member.member_id).partitions,
-        owned,
-        group.owner_of,
-        subscribed_topic_ids(group, member.metadata, ctx.image),
-        subscription_changed,
-    )
-    timer = rebalance_timer(group.group_id, member.member_id)
-    if new_current != current:
-        ctx.writer.write(CurrentAssignmentRecord(group.group_id, member.member_id, new_current))
-        if new_current.state == MemberAssignmentState.UNREVOKED_PARTITIONS:
-            timeout = max(member.metadata.rebalance_timeout_ms, 0)
-            ctx.timers.schedule(timer, ctx.now_ms + timeout, new_current.member_epoch)
-    if new_current.state != MemberAssignmentState.UNREVOKED_PARTITIONS:
-        ctx.timers.cancel(timer)
-    return group.members[member.member_id]
 
 
 def _response(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .context import Context, client_assignment_timer, rebalance_timer, session_timer
+from .classic import migration
+from .context import Context, client_assignment_timer, member_timers
 from .model import ConsumerGroup
 from .records import (
     CurrentAssignmentTombstone,
@@ -32,8 +33,8 @@ def remove_member(
     if drop_regexes:
         drop_unused_regexes(ctx, group)
     if cancel_timers:
-        ctx.timers.cancel(session_timer(group_id, member_id))
-        ctx.timers.cancel(rebalance_timer(group_id, member_id))
+        for key in member_timers(group_id, member_id):
+            ctx.timers.cancel(key)
     run = ctx.client_runs.get(group_id)
     if run is not None and run.chosen_member == member_id:
         # The chosen member is gone: another one is chosen by the next heartbeat that finds the
@@ -44,7 +45,11 @@ def remove_member(
 
 def fence_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
     """Remove a member and bump the group epoch (facts §5.10): leave -1, session or rebalance
-    timeout, static full leave."""
+    timeout, static full leave. When it was the last member using the consumer protocol, the
+    group becomes a classic group instead (online downgrade)."""
+    if migration.may_downgrade_on_leave(ctx, group, member_id):
+        migration.downgrade(ctx, group, member_id)
+        return
     remove_member(ctx, group, member_id)
     bump_group_epoch(ctx, group)
 

@@ -17,6 +17,9 @@ from ...assignment.announcements import AnnouncedAssignor, AssignorOutput
 from ...assignment.interface import PartitionsByTopicId
 from ...protocol.uuid import Uuid
 
+#: The protocol type of consumers in classic groups (Kafka's ConsumerProtocol.PROTOCOL_TYPE).
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
 #: Partition → the epoch at which the member was assigned it (Kafka 4.3, KIP-1251).
 AssignedPartitions = Mapping[Uuid, Mapping[int, int]]
 
@@ -41,6 +44,26 @@ class GroupState(enum.Enum):
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol inside a consumer group joined with (Kafka's
+    ClassicMemberMetadata): its session timeout and its JoinGroup protocols, (name, metadata) in
+    its order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol its JoinGroup and SyncGroup answers name: its first (Kafka's choice)."""
+        return self.protocols[0][0]
+
+    @property
+    def metadata(self) -> bytes:
+        """Its subscription (every protocol carries the same one)."""
+        return self.protocols[0][1]
+
+
+@dataclass(frozen=True)
 class MemberRegistration:
     """What a member told the coordinator about itself (persisted by MemberMetadataRecord, Kafka's
     name; not the assignor API's `kconsumer.MemberMetadata`)."""
@@ -55,6 +78,16 @@ class MemberRegistration:
     server_assignor: str | None = None
     client_assignors: tuple[AnnouncedAssignor, ...] = ()
     rebalance_timeout_ms: int = -1
+    #: Set while the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat).
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    def session_timeout_ms(self, group_session_timeout_ms: int) -> int:
+        """Its session timeout: its own with the classic protocol, the group's otherwise."""
+        return group_session_timeout_ms if self.classic is None else self.classic.session_timeout_ms
 
     def client_assignor(self, name: str) -> AnnouncedAssignor | None:
         for assignor in self.client_assignors:
@@ -102,6 +135,10 @@ class ConsumerGroupMember:
     @property
     def state(self) -> MemberAssignmentState:
         return self.current.state
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.metadata.classic is not None
 
 
 @dataclass(frozen=True)
@@ -192,6 +229,30 @@ class ConsumerGroup:
             if resolved is not None:
                 names.update(resolved.topics)
         return names
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        """The members using the classic protocol."""
+        return [m for m in self.members.values() if m.metadata.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Whether a classic member with these protocols fits (Kafka's supportsClassicProtocols):
+        the consumer protocol type, and one protocol every classic member supports."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return False
+        names = set(names)
+        if not self.members:
+            return bool(names)
+        for member in self.classic_members():
+            assert member.metadata.classic is not None
+            names &= {name for name, _ in member.metadata.classic.protocols}
+        return bool(names)
+
+    def all_members_use_classic_except(self, member_id: str) -> bool:
+        """Whether every member but `member_id` uses the classic protocol, and it does not."""
+        member = self.members.get(member_id)
+        if member is None or member.uses_classic_protocol:
+            return False
+        return all(m.uses_classic_protocol for mid, m in self.members.items() if mid != member_id)
 
     def is_homogeneous(self) -> bool:
         """Every member subscribes to the same names and no regex, or all to one regex (facts §5.6)."""

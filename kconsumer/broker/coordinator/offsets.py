@@ -140,6 +140,11 @@ def _validate_commit(
     member = group.members.get(request.member_id)
     if member is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member.uses_classic_protocol:
+        # A classic member of a consumer group commits with its generation: its member epoch.
+        if epoch != member.member_epoch:
+            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        return
     if version < CONSUMER_PROTOCOL_COMMIT_VERSION:
         raise KafkaApiError(ErrorCode.UNSUPPORTED_VERSION)
     current_epoch = member.member_epoch
@@ -285,7 +290,9 @@ def _fetch_member_error(group: ConsumerGroup | None, member_id: str | None, memb
     if member is None:
         return int(ErrorCode.UNKNOWN_MEMBER_ID)
     if member.member_epoch != member_epoch:
-        return int(ErrorCode.STALE_MEMBER_EPOCH)
+        return int(
+            ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+        )
     return 0
 
 

@@ -42,6 +42,7 @@ from .fetch import handle_fetch, handle_list_offsets
 from .group_routing import for_group, group_ids, merged
 from .log import Topics
 from .metadata import (
+    CONSUMER_PROTOCOL_APIS,
     BrokerAddress,
     ClusterView,
     handle_api_versions,
@@ -191,6 +192,13 @@ class Broker:
             if is_fire_and_forget(request):
                 return DROP  # Kafka closes an acks=0 producer's connection when its request fails
             response = error_response(request, version, code, message)
+        elif key in CONSUMER_PROTOCOL_APIS and not self.config.consumer_protocol_enabled:
+            response = error_response(
+                request,
+                version,
+                ErrorCode.UNSUPPORTED_VERSION,
+                "The consumer group protocol is not enabled (group.coordinator.rebalance.protocols).",
+            )
         elif key in COORDINATOR_APIS:
             answer = self._group(session, header, request)
             # A classic JoinGroup / SyncGroup may wait (its connection reads nothing meanwhile).
@@ -329,7 +337,7 @@ class Broker:
 
     def _api_versions(self, request: Message, version: int) -> Message:
         assert isinstance(request, ApiVersionsRequest)
-        return handle_api_versions(request, version)
+        return handle_api_versions(request, version, self.config.consumer_protocol_enabled)
 
     def _create_topics(self, request: Message, version: int) -> Message:
         assert isinstance(request, CreateTopicsRequest)

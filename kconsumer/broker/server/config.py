@@ -87,6 +87,16 @@ class ServerConfig:
     #: The log only grows (each offset commit adds to it), so a long-running server that never
     #: fails over turns it off.
     keep_coordinator_log: bool = True
+    #: Kafka's ``group.coordinator.rebalance.protocols``: ``classic`` always; without ``consumer``
+    #: the broker behaves as one without KIP-848 (before Kafka 4.0, or with the protocol turned
+    #: off): ConsumerGroupHeartbeat and ConsumerGroupDescribe are not advertised and are answered
+    #: UNSUPPORTED_VERSION.
+    group_protocols: tuple[str, ...] = ("classic", "consumer")
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        """The KIP-848 consumer group protocol is served."""
+        return "consumer" in self.group_protocols
 
     @property
     def security_protocol(self) -> str:
@@ -119,5 +129,10 @@ class ServerConfig:
             raise ConfigError("brokers", f"must be at least 1, got {self.brokers}")
         if self.offsets_partitions < 1:
             raise ConfigError("offsets_partitions", f"must be at least 1, got {self.offsets_partitions}")
+        if "classic" not in self.group_protocols or not set(self.group_protocols) <= {"classic", "consumer"}:
+            raise ConfigError(
+                "group_protocols",
+                f"must be classic, optionally with consumer, got {list(self.group_protocols)}",
+            )
         if self.max_frame_bytes < 64:
             raise ConfigError("max_frame_bytes", "must be at least 64")

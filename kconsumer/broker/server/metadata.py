@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import ErrorCode
-from ...protocol.api import API_SPECS
+from ...protocol.api import API_SPECS, ApiKey
 from ...protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from ...protocol.messages.metadata import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -54,21 +54,37 @@ class ClusterView:
     coordinator_of: Callable[[str], BrokerAddress | None]
 
 
-def api_versions_response() -> ApiVersionsResponse:
-    """Exactly the APIs and versions we implement (`API_SPECS`), the extension APIs included."""
+#: The APIs of the KIP-848 consumer group protocol (with kconsumer's client-side assignor extension).
+CONSUMER_PROTOCOL_APIS = frozenset(
+    {
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT,
+        ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT,
+    }
+)
+
+
+def api_versions_response(consumer_protocol: bool = True) -> ApiVersionsResponse:
+    """Exactly the APIs and versions we implement (`API_SPECS`), the extension APIs included;
+    without the consumer group protocol's when `consumer_protocol` is off."""
     keys = []
     for key, spec in sorted(API_SPECS.items()):
+        if not consumer_protocol and key in CONSUMER_PROTOCOL_APIS:
+            continue
         versions = spec.versions
         assert versions.hi is not None, spec
         keys.append(ApiVersion(api_key=key, min_version=versions.lo, max_version=versions.hi))
     return ApiVersionsResponse(error_code=0, api_keys=keys)
 
 
-_API_VERSIONS = api_versions_response()
+_API_VERSIONS = {enabled: api_versions_response(enabled) for enabled in (False, True)}
 
 
-def handle_api_versions(request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
-    return _API_VERSIONS
+def handle_api_versions(
+    request: ApiVersionsRequest, version: int, consumer_protocol: bool = True
+) -> ApiVersionsResponse:
+    return _API_VERSIONS[consumer_protocol]
 
 
 def handle_metadata(

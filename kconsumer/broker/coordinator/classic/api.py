@@ -19,7 +19,8 @@ from ....protocol.messages.classic_group import (
 )
 from ....protocol.schema import Message
 from ..context import Context
-from . import join, membership, rebalance
+from ..model import ConsumerGroup
+from . import in_consumer_group, join, membership, rebalance
 from .describe import describe_groups
 from .model import ClassicGroup
 from .replies import Deferred
@@ -33,11 +34,20 @@ def handle(
     ctx: Context, request: Message, version: int, client_id: str, client_host: str
 ) -> Message | Deferred:
     """Answer one classic API request (or a ticket for a later answer)."""
-    if isinstance(request, JoinGroupRequest):
-        return join.join(ctx, request, version, client_id, client_host)
     if isinstance(request, DescribeGroupsRequest):
         return describe_groups(ctx, request, version)
-    group = ctx.state.classic_groups.get(vars(request)["group_id"])
+    group_id = vars(request)["group_id"]
+    consumer_group = ctx.state.group(group_id)
+    if isinstance(request, JoinGroupRequest):
+        request, refusal = join.checked(ctx, request, version)
+        if refusal is not None:
+            return refusal
+        if consumer_group is not None and consumer_group.members:
+            return in_consumer_group.join(ctx, consumer_group, request, version, client_id, client_host)
+        return join.join(ctx, request, version, client_id, client_host)
+    group = ctx.state.classic_groups.get(group_id)
+    if group is None and consumer_group is not None:
+        return _to_consumer_group(ctx, consumer_group, request, version)
     if isinstance(request, SyncGroupRequest):
         if group is None:
             return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
@@ -50,6 +60,16 @@ def handle(
         if group is None:
             return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
         return membership.leave(ctx, group, request, version)
+    raise ValueError(f"not a classic group API: {type(request).__name__}")
+
+
+def _to_consumer_group(ctx: Context, group: ConsumerGroup, request: Message, version: int) -> Message:
+    if isinstance(request, SyncGroupRequest):
+        return in_consumer_group.sync(ctx, group, request)
+    if isinstance(request, HeartbeatRequest):
+        return in_consumer_group.heartbeat(ctx, group, request)
+    if isinstance(request, LeaveGroupRequest):
+        return in_consumer_group.leave(ctx, group, request, version)
     raise ValueError(f"not a classic group API: {type(request).__name__}")
 
 

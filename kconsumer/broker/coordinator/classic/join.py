@@ -32,31 +32,41 @@ REQUIRE_KNOWN_MEMBER_ID_VERSION = 4
 SKIP_ASSIGNMENT_VERSION = 9
 
 
-def _error(code: int, member_id: str) -> JoinGroupResponse:
+def join_error(code: int, member_id: str) -> JoinGroupResponse:
+    """A JoinGroup refused with `code`."""
     return JoinGroupResponse(error_code=int(code), member_id=member_id, protocol_name=None)
+
+
+def checked(
+    ctx: Context, request: JoinGroupRequest, version: int
+) -> tuple[JoinGroupRequest, JoinGroupResponse | None]:
+    """The checks every JoinGroup passes whatever group it goes to (Kafka's GroupCoordinatorService):
+    (the request, with v0's rebalance timeout filled in; the refusal, or None)."""
+    config = ctx.config
+    if not request.group_id:
+        return request, join_error(ErrorCode.INVALID_GROUP_ID, request.member_id)
+    timeout = request.session_timeout_ms
+    if not config.classic_min_session_timeout_ms <= timeout <= config.classic_max_session_timeout_ms:
+        return request, join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+    if version == 0:  # v0 has no rebalance timeout: the session timeout is used
+        request = request.replace(rebalance_timeout_ms=timeout)
+    return request, None
 
 
 def join(
     ctx: Context, request: JoinGroupRequest, version: int, client_id: str, client_host: str
 ) -> JoinGroupResponse | Deferred:
-    """Answer a JoinGroup now, or a `Deferred` ticket answered when the join phase ends."""
-    config = ctx.config
+    """Answer a checked JoinGroup to a classic group (or a new one) now, or a `Deferred` ticket
+    answered when the join phase ends."""
     member_id = request.member_id
-    if not request.group_id:
-        return _error(ErrorCode.INVALID_GROUP_ID, member_id)
-    timeout = request.session_timeout_ms
-    if not config.classic_min_session_timeout_ms <= timeout <= config.classic_max_session_timeout_ms:
-        return _error(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
-    if version == 0:  # v0 has no rebalance timeout: the session timeout is used
-        request = request.replace(rebalance_timeout_ms=timeout)
     group = _group_for_join(ctx, request.group_id, member_id == "")
     if group is None:
-        return _error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+        return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
     if not _accepts(ctx, group, member_id):
-        return _error(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+        return join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
     names = [p.name for p in request.protocols]
     if not group.supports(request.protocol_type, names):
-        return _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
     if member_id == "":
         return _join_new(ctx, group, request, version, client_id, client_host)
     return _join_existing(ctx, group, request, version, client_id, client_host)
@@ -118,7 +128,7 @@ def _join_new(
     if version >= REQUIRE_KNOWN_MEMBER_ID_VERSION:
         write(ctx, dataclasses.replace(group, pending_members=group.pending_members | {new_id}))
         ctx.timers.schedule(heartbeat_timer(group.group_id, new_id), ctx.now_ms + request.session_timeout_ms)
-        return _error(ErrorCode.MEMBER_ID_REQUIRED, new_id)
+        return join_error(ErrorCode.MEMBER_ID_REQUIRED, new_id)
     return _add_member(ctx, group, _new_member(request, new_id, client_id, host))
 
 
@@ -166,11 +176,11 @@ def _join_existing(
     member_id = request.member_id
     if member_id in group.pending_members:
         if request.group_instance_id is not None:
-            return _error(ErrorCode.INVALID_REQUEST, member_id)
+            return join_error(ErrorCode.INVALID_REQUEST, member_id)
         return _add_member(ctx, group, _new_member(request, member_id, client_id, host))
     code = validate_member(group, member_id, request.group_instance_id)
     if code != ErrorCode.NONE:
-        return _error(code, member_id)
+        return join_error(code, member_id)
     member = group.members[member_id]
     protocols = tuple((p.name, p.metadata) for p in request.protocols)
     if group.state == ClassicState.PREPARING_REBALANCE:
@@ -183,7 +193,7 @@ def _join_existing(
         if member_id == group.leader or not member.matches(protocols):
             return _update_member(ctx, group, member, request)
         return join_response(group, member_id, with_members=False)
-    return _error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+    return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
 
 
 def _replace_static_member(

@@ -4,8 +4,9 @@ classicGroupHeartbeatToClassicGroup and classicGroupLeaveToClassicGroup)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
-from ....errors import ErrorCode
+from ....errors import ErrorCode, KafkaApiError
 from ....protocol.messages.classic_group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -115,7 +116,42 @@ def heartbeat(ctx: Context, group: ClassicGroup, request: HeartbeatRequest) -> H
 
 
 def leave(ctx: Context, group: ClassicGroup, request: LeaveGroupRequest, version: int) -> LeaveGroupResponse:
-    """Members leave (v3+: several, static ones also by instance id alone)."""
+    """Members leave (v3+: several, static ones also by instance id alone); the rebalance starts
+    once the whole batch is out."""
+    current = group
+
+    def remove(member_id: str, instance_id: str | None) -> bool:
+        nonlocal current
+        if member_id == "":
+            held = None if instance_id is None else current.static_member_id(instance_id)
+            if held is None:
+                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+            current = drop_member(ctx, current, held)
+            return True
+        if member_id in current.pending_members:
+            current = drop_member(ctx, current, member_id)
+            return False
+        code = validate_member(current, member_id, instance_id)
+        if code != ErrorCode.NONE:
+            raise KafkaApiError(ErrorCode.of(code))
+        current = drop_member(ctx, current, member_id)
+        return True
+
+    response, left = leave_each(request, version, remove)
+    if left:
+        if current.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
+            rebalance_or_complete_join(ctx, current, "members left")
+        elif current.state == ClassicState.PREPARING_REBALANCE:
+            maybe_complete_join_phase(ctx, current)
+    return response
+
+
+def leave_each(
+    request: LeaveGroupRequest, version: int, remove: Callable[[str, str | None], bool]
+) -> tuple[LeaveGroupResponse, bool]:
+    """Answer a LeaveGroup member by member: `remove(member id, instance id)` removes one,
+    returning whether a member left, or raises KafkaApiError for its answer. (The response,
+    whether any member left.)"""
     identities = (
         request.members if version >= BATCHED_LEAVE_VERSION else [MemberIdentity(member_id=request.member_id)]
     )
@@ -124,34 +160,16 @@ def leave(ctx: Context, group: ClassicGroup, request: LeaveGroupRequest, version
     for identity in identities:
         member_id, instance_id = identity.member_id, identity.group_instance_id
         code: int = ErrorCode.NONE
-        if member_id == "":
-            held = None if instance_id is None else group.static_member_id(instance_id)
-            if held is None:
-                code = ErrorCode.UNKNOWN_MEMBER_ID
-            else:
-                group, left = _remove_leaving(ctx, group, held), True
-        elif member_id in group.pending_members:
-            group = drop_member(ctx, group, member_id)
-        else:
-            code = validate_member(group, member_id, instance_id)
-            if code == ErrorCode.NONE:
-                group, left = _remove_leaving(ctx, group, member_id), True
+        try:
+            left = remove(member_id, instance_id) or left
+        except KafkaApiError as exc:
+            code = exc.code
         answers.append(
             LeaveGroupMemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=int(code))
         )
-    if left:
-        if group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
-            rebalance_or_complete_join(ctx, group, "members left")
-        elif group.state == ClassicState.PREPARING_REBALANCE:
-            maybe_complete_join_phase(ctx, group)
     if version < BATCHED_LEAVE_VERSION:
-        return LeaveGroupResponse(error_code=answers[0].error_code)
-    return LeaveGroupResponse(members=answers)
+        return LeaveGroupResponse(error_code=answers[0].error_code), left
+    return LeaveGroupResponse(members=answers), left
 
 
-def _remove_leaving(ctx: Context, group: ClassicGroup, member_id: str) -> ClassicGroup:
-    """Remove a leaving member; the rebalance starts once the whole batch is out."""
-    return drop_member(ctx, group, member_id)
-
-
-__all__ = ["classic_commit_error", "heartbeat", "leave", "sync"]
+__all__ = ["classic_commit_error", "heartbeat", "leave", "leave_each", "sync"]
