@@ -137,9 +137,25 @@ def test_server_side_settings_are_refused_with_what_to_use_instead(key: str, wor
 # -- group.protocol and strings -----------------------------------------------------------------------
 
 
-def test_classic_protocol_is_refused_clearly() -> None:
-    err = error({**BASE, "group.protocol": "classic"})
-    assert err.key == "group.protocol" and "only the consumer group protocol" in err.reason
+def test_classic_protocol_takes_its_own_keys() -> None:
+    config = ConsumerConfig.from_dict(
+        {
+            **BASE,
+            "group.id": "g",
+            "group.protocol": "Classic",
+            "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 1_000,
+            "partition.assignment.strategy": "cooperative-sticky",
+        }
+    )
+    classic = config.member_config().classic
+    assert config.classic and classic is not None
+    assert (classic.strategies, classic.cooperative) == (("cooperative-sticky",), True)
+    assert (classic.session_timeout_ms, classic.heartbeat_interval_ms) == (10_000, 1_000)
+    group = {**BASE, "group.id": "g"}
+    default = ConsumerConfig.from_dict({**group, "group.protocol": "classic"}).member_config().classic
+    assert default is not None and default.strategies == ("range", "roundrobin") and not default.cooperative
+    assert ConsumerConfig.from_dict(group).member_config().classic is None
 
 
 @pytest.mark.parametrize("value", ["consumer", "CONSUMER", "Consumer"])

@@ -14,7 +14,7 @@ key                                   default      notes
 ====================================  ===========  =========================================
 bootstrap.servers                     (required)   ``host:port[,host:port...]``
 group.id                              None         required to subscribe
-group.protocol                        consumer     ``classic`` is refused (not implemented)
+group.protocol                        consumer     or ``classic`` (JoinGroup/SyncGroup, below)
 group.instance.id                     None         static membership
 client.id                             kconsumer
 client.rack                           None         also passed to librdkafka (fetch from follower)
@@ -36,9 +36,18 @@ on_commit                             None         ``on_commit(err, partitions)`
                                                    for its own commits (librdkafka never commits here)
 ====================================  ===========  =========================================
 
-**Refused because the consumer protocol moved them to the broker**, as Kafka's consumer refuses them
-with ``group.protocol=consumer``: ``session.timeout.ms``, ``heartbeat.interval.ms``,
-``partition.assignment.strategy`` (the error says which broker or group setting to use instead).
+**Classic protocol only** (``group.protocol=classic``), as in confluent-kafka:
+
+====================================  ===========  =========================================
+session.timeout.ms                    45000        6000-1800000
+heartbeat.interval.ms                 3000         below session.timeout.ms
+partition.assignment.strategy         range,       ``range``, ``roundrobin``, ``cooperative-sticky``
+                                      roundrobin   (all eager or all cooperative)
+====================================  ===========  =========================================
+
+With ``group.protocol=consumer`` these three are **refused because the consumer protocol moved them
+to the broker**, as Kafka's consumer refuses them (the error says which broker or group setting to
+use instead); ``group.remote.assignor`` and ``group.local.assignors`` are refused with classic.
 
 **Passed through to the inner librdkafka handle** (the fetch path, `librdkafka_passthrough`): the
 keys in `PASSTHROUGH_KEYS` and every key starting with one of `PASSTHROUGH_PREFIXES` (``fetch.``,
@@ -58,10 +67,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..assignment.announcements import AnnouncedAssignor
 from ..assignment.assignor import assignor_metadata
+from ..assignment.classic_strategies import CLASSIC_STRATEGIES, is_cooperative
 from ..assignment.loading import NotATargetError, TargetCreateError, TargetImportError, load_object
 from ..assignment.versions import VersionRange
 from ..errors import ConfigError
-from .member.model import MemberConfig, OffsetReset
+from .member.model import ClassicSettings, MemberConfig, OffsetReset
 
 MAX_INT32 = 2**31 - 1
 
@@ -166,6 +176,11 @@ _INTS: Mapping[str, tuple[str, int, int, int]] = {
     "request.timeout.ms": ("request_timeout_ms", 30_000, 1, 900_000),
     "socket.connection.setup.timeout.ms": ("socket_connection_setup_timeout_ms", 10_000, 1_000, MAX_INT32),
 }
+#: Integer keys of the classic protocol only.
+_CLASSIC_INTS: Mapping[str, tuple[str, int, int, int]] = {
+    "session.timeout.ms": ("session_timeout_ms", 45_000, 6_000, 1_800_000),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", 3_000, 1, 3_600_000),
+}
 _OPTIONAL_STRINGS: Mapping[str, str] = {
     "group.id": "group_id",
     "group.instance.id": "group_instance_id",
@@ -219,6 +234,9 @@ class ConsumerConfig:
     retry_backoff_max_ms: int = 1_000
     request_timeout_ms: int = 30_000
     socket_connection_setup_timeout_ms: int = 10_000
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    partition_assignment_strategy: tuple[str, ...] = ("range", "roundrobin")
     on_commit: Callable[..., Any] | None = None
     librdkafka_passthrough: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -229,11 +247,17 @@ class ConsumerConfig:
             raise ConfigError("<config>", f"expected a dict of settings, got {type(config).__name__}")
         values: dict[str, Any] = {}
         passthrough: dict[str, Any] = {}
+        protocol = _string("group.protocol", config.get("group.protocol", "consumer")).lower()
+        if protocol not in ("consumer", "classic"):
+            raise ConfigError("group.protocol", f"must be 'consumer' or 'classic', got {protocol!r}")
+        values["group_protocol"] = protocol
         for key, value in config.items():
             if not isinstance(key, str):
                 raise ConfigError(repr(key), "configuration keys are strings")
             if key in REFUSED_KEYS:
-                raise ConfigError(key, REFUSED_KEYS[key])
+                if protocol == "consumer":
+                    raise ConfigError(key, REFUSED_KEYS[key])
+                continue
             if key in _OWN_KEYS:
                 continue
             if key in PASSTHROUGH_KEYS or key.startswith(PASSTHROUGH_PREFIXES):
@@ -244,17 +268,8 @@ class ConsumerConfig:
         if "bootstrap.servers" not in config:
             raise ConfigError("bootstrap.servers", "required (host:port of at least one broker)")
         values["bootstrap_servers"] = _servers(config["bootstrap.servers"])
-        protocol = _string("group.protocol", config.get("group.protocol", "consumer")).lower()
         if protocol == "classic":
-            raise ConfigError(
-                "group.protocol",
-                "kconsumer implements only the consumer group protocol (KIP-848) for now: set "
-                "group.protocol=consumer (the default), or use confluent_kafka.Consumer for the "
-                "classic protocol",
-            )
-        if protocol != "consumer":
-            raise ConfigError("group.protocol", f"must be 'consumer' (or 'classic'), got {protocol!r}")
-        values["group_protocol"] = protocol
+            values.update(_classic_values(config))
         for key, name in _OPTIONAL_STRINGS.items():
             if config.get(key) is not None:
                 values[name] = _string(key, config[key])
@@ -289,6 +304,11 @@ class ConsumerConfig:
             raise ConfigError("retry.backoff.max.ms", f"must be >= retry.backoff.ms ({backoff})")
         values["librdkafka_passthrough"] = MappingProxyType(passthrough)
         return cls(**values)
+
+    @property
+    def classic(self) -> bool:
+        """True with ``group.protocol=classic``."""
+        return self.group_protocol == "classic"
 
     def require_group(self) -> str:
         """The group id; raises `ConfigError` when it is missing (subscribing needs one)."""
@@ -325,6 +345,18 @@ class ConsumerConfig:
             auto_offset_reset=self.auto_offset_reset,
             retry_backoff_ms=self.retry_backoff_ms,
             retry_backoff_max_ms=self.retry_backoff_max_ms,
+            classic=self._classic_settings(),
+        )
+
+    def _classic_settings(self) -> ClassicSettings | None:
+        if not self.classic:
+            return None
+        strategies = self.partition_assignment_strategy
+        return ClassicSettings(
+            strategies=strategies,
+            cooperative=is_cooperative(strategies[0]),
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
         )
 
     def librdkafka_config(self) -> dict[str, Any]:
@@ -363,6 +395,42 @@ def _string(key: str, value: Any) -> str:
     if not value.strip():
         raise ConfigError(key, "must not be empty")
     return value
+
+
+def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The classic protocol's own keys, validated (`ConfigError` naming the first bad one)."""
+    values: dict[str, Any] = {}
+    for key in ("group.remote.assignor", "group.local.assignors"):
+        if config.get(key) is not None:
+            raise ConfigError(
+                key,
+                "not supported with group.protocol=classic: the group's leader assigns with "
+                "partition.assignment.strategy (range, roundrobin or cooperative-sticky)",
+            )
+    for key, (name, _default, low, high) in _CLASSIC_INTS.items():
+        if key in config:
+            values[name] = _integer(key, config[key], low, high)
+    session = values.get("session_timeout_ms", 45_000)
+    if values.get("heartbeat_interval_ms", 3_000) >= session:
+        raise ConfigError("heartbeat.interval.ms", f"must be below session.timeout.ms ({session})")
+    if "partition.assignment.strategy" in config:
+        raw = _string("partition.assignment.strategy", config["partition.assignment.strategy"])
+        names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
+        unknown = [n for n in names if n not in CLASSIC_STRATEGIES]
+        if not names or unknown:
+            raise ConfigError(
+                "partition.assignment.strategy",
+                f"unknown strategy {', '.join(unknown) or repr(raw)}: "
+                "use range, roundrobin or cooperative-sticky",
+            )
+        if len({is_cooperative(n) for n in names}) > 1:
+            raise ConfigError(
+                "partition.assignment.strategy",
+                "mixes eager (range, roundrobin) and cooperative (cooperative-sticky) strategies: "
+                "a member uses one rebalance protocol, choose one kind",
+            )
+        values["partition_assignment_strategy"] = names
+    return values
 
 
 def _servers(value: Any) -> str:

@@ -194,6 +194,11 @@ class Consumer(HandleFacade):
         if listener is not None and any(cb is not None for cb in (on_assign, on_revoke, on_lost)):
             raise ValueError("pass either a listener or on_assign/on_revoke/on_lost callbacks, not both")
         names, pattern = _subscription(topics)
+        if pattern is not None and self._config.classic:
+            raise ValueError(
+                "pattern subscriptions are resolved by the broker, which only the consumer protocol "
+                "does: with group.protocol=classic subscribe to topic names"
+            )
         if self._manual.partitions:
             raise KafkaException(
                 KafkaError(KafkaError._STATE, "subscribe(): unassign() the manual assignment first")

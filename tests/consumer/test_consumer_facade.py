@@ -113,7 +113,35 @@ def read(consumer: Consumer, count: int) -> list[Message]:
             "partition.assignment.strategy",
             "group.remote.assignor",
         ),
-        ({"bootstrap.servers": "x:1", "group.protocol": "classic"}, "group.protocol", "consumer"),
+        ({"bootstrap.servers": "x:1", "group.protocol": "eager"}, "group.protocol", "classic"),
+        (
+            {"bootstrap.servers": "x:1", "group.protocol": "classic", "group.remote.assignor": "uniform"},
+            "group.remote.assignor",
+            "partition.assignment.strategy",
+        ),
+        (
+            {
+                "bootstrap.servers": "x:1",
+                "group.protocol": "classic",
+                "partition.assignment.strategy": "range,cooperative-sticky",
+            },
+            "partition.assignment.strategy",
+            "one kind",
+        ),
+        (
+            {
+                "bootstrap.servers": "x:1",
+                "group.protocol": "classic",
+                "partition.assignment.strategy": "sticky",
+            },
+            "partition.assignment.strategy",
+            "unknown strategy sticky",
+        ),
+        (
+            {"bootstrap.servers": "x:1", "group.protocol": "classic", "heartbeat.interval.ms": 50_000},
+            "heartbeat.interval.ms",
+            "below session.timeout.ms",
+        ),
         ({"bootstrap.servers": "x:1", "enable.auto.comit": True}, "enable.auto.comit", "did you mean"),
         ({"bootstrap.servers": "x:1", "rebalance_cb": print}, "rebalance_cb", "unknown"),
         ({"bootstrap.servers": "x:1", "on_commit": 42}, "on_commit", "callable"),

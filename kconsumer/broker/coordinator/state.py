@@ -39,6 +39,9 @@ class CoordinatorState:
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
         self.simple_groups: set[str] = set()
         self.classic_groups: dict[str, ClassicGroup] = {}
+        #: Each classic group as its last durable record has it (what a coordinator taking over
+        #: loads; the in-memory rebalance progress since then is not logged).
+        self.classic_durable: dict[str, ClassicGroup] = {}
         self._handlers: dict[type[Any], Callable[[Any], None]] = {
             GroupEpochRecord: self._group_epoch,
             MemberMetadataRecord: self._member_metadata,
@@ -78,7 +81,13 @@ class CoordinatorState:
             return lambda: (self.simple_groups.add if add else self.simple_groups.discard)(record.group_id)
         if isinstance(record, (ClassicGroupRecord, ClassicGroupTombstone)):
             classic = self.classic_groups.get(record.group_id)
-            return lambda: _restore(self.classic_groups, record.group_id, classic)
+            durable = self.classic_durable.get(record.group_id)
+
+            def undo_classic() -> None:
+                _restore(self.classic_groups, record.group_id, classic)
+                _restore(self.classic_durable, record.group_id, durable)
+
+            return undo_classic
         group = self.groups.get(record.group_id)
         if isinstance(record, ConsumerGroupTombstone):
             return lambda: _restore(self.groups, record.group_id, group)
@@ -132,7 +141,7 @@ class CoordinatorState:
             "groups": groups,
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.items()) if o},
             "simple_groups": sorted(self.simple_groups),
-            "classic_groups": dict(sorted(self.classic_groups.items())),
+            "classic_groups": dict(sorted(self.classic_durable.items())),
         }
 
     # -- replay handlers ---------------------------------------------------------------------
@@ -232,9 +241,12 @@ class CoordinatorState:
 
     def _classic_group(self, record: ClassicGroupRecord) -> None:
         self.classic_groups[record.group_id] = record.group
+        if record.durable:
+            self.classic_durable[record.group_id] = record.group
 
     def _classic_group_tombstone(self, record: ClassicGroupTombstone) -> None:
         self.classic_groups.pop(record.group_id, None)
+        self.classic_durable.pop(record.group_id, None)
 
     def _consumer_group_tombstone(self, record: ConsumerGroupTombstone) -> None:
         self.groups.pop(record.group_id, None)

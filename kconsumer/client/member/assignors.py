@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import ErrorCode, error_for
+from . import events as ev
 from .effects import ComputeClientAssignment, Effect, ReportError
 from .errors import UnsupportedFeatureError, client_assignors_unsupported
 from .model import ClientAssignor
@@ -112,6 +113,20 @@ class ClientAssignorHooks:
         else:
             text = f"the client-side assignment failed: {message or code.name}"
         return [ReportError(error_for(code, text), fatal=False)]
+
+    def handle(
+        self, event: ev.ClientAssignmentResult | ev.AssignorMetadataUpdated | ev.RequestAssignment
+    ) -> tuple[list[Effect], bool]:
+        """The application's and the session's assignor events: (effects, whether the next
+        heartbeat must go at once)."""
+        if isinstance(event, ev.ClientAssignmentResult):
+            return self.on_result(event.member_epoch, event.error, event.message), False
+        if isinstance(event, ev.AssignorMetadataUpdated):
+            changed = self.update_metadata(
+                event.name, event.metadata_version, event.metadata_bytes, event.reason
+            )
+            return [], changed
+        return [], self.configured and self.request_assignment(event.reason)
 
     def abandon(self) -> None:
         """Forget any computation (the member left, was fenced or failed)."""

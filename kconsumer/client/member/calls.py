@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from ...protocol.api import ApiKey
 from ...protocol.messages.api_versions import ApiVersionsRequest
+from ...protocol.messages.classic_group import LeaveGroupRequest
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from ...protocol.messages.extensions import (
     ConsumerGroupInstallAssignmentRequest,
@@ -24,7 +25,7 @@ from ...protocol.negotiation import BrokerVersions, NoCommonVersionError, common
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from .cluster import ClusterView, Key
-from .effects import Node
+from .effects import ClassicApi, Node, SendClassicRequest
 from .model import PartitionOffset, TopicIdPartition
 from .offset_requests import BY_ID_VERSION, COMMIT_MIN_VERSION, commit_request, fetch_request
 
@@ -45,6 +46,10 @@ class Call:
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
         raise NotImplementedError
+
+    def timeout_ms(self) -> int | None:
+        """How long its answer may take, when longer than ``request.timeout.ms`` (None)."""
+        return None
 
 
 @dataclass
@@ -112,7 +117,55 @@ class ForQuery:
     token: int
 
 
-Purpose = ForCore | ForAssignment | ForQuery
+#: LeaveGroup names the members in a batch from v3 (before: one MemberId).
+LEAVE_BATCH_VERSION = 3
+
+#: The API key and the highest version kconsumer sends of each classic request: the versions
+#: librdkafka's classic consumer sends (JoinGroup v5 has static membership and MEMBER_ID_REQUIRED;
+#: what later versions add is not used by a consumer). librdkafka's mock cluster advertises
+#: JoinGroup v6 but cannot parse it (its flexible encoding): the cap keeps kconsumer working there.
+_APIS: Mapping[ClassicApi, tuple[ApiKey, int]] = {
+    ClassicApi.JOIN: (ApiKey.JOIN_GROUP, 5),
+    ClassicApi.SYNC: (ApiKey.SYNC_GROUP, 3),
+    ClassicApi.HEARTBEAT: (ApiKey.HEARTBEAT, 3),
+    ClassicApi.LEAVE: (ApiKey.LEAVE_GROUP, 1),
+}
+
+
+@dataclass
+class ClassicCall(Call):
+    """A classic group request of the core (`core_id`)."""
+
+    to_coordinator: ClassVar[bool] = True
+    core_id: int
+    api: ClassicApi
+    request: Message
+    wait_ms: int | None = None
+
+    def timeout_ms(self) -> int | None:
+        """JoinGroup and SyncGroup wait for the other members."""
+        return self.wait_ms
+
+    def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
+        api_key, highest = _APIS[self.api]
+        version = common_version(api_key, versions, highest)
+        request = self.request
+        if isinstance(request, LeaveGroupRequest) and version < LEAVE_BATCH_VERSION:
+            request = request.replace(member_id=request.members[0].member_id, members=[])
+        return request, version
+
+
+@dataclass(frozen=True)
+class ForClassic:
+    """Metadata a classic request needs: the leader's partition counts (`effect`), or the topic
+    ids of a SyncGroup answer (`names`)."""
+
+    core_id: int
+    effect: SendClassicRequest | None = None
+    names: Mapping[str, list[int]] = field(default_factory=dict)
+
+
+Purpose = ForCore | ForAssignment | ForQuery | ForClassic
 
 
 @dataclass

@@ -241,6 +241,20 @@ class CommitManager:
             )
         )
 
+    def handle(
+        self,
+        event: CommitRequested | CommitResult | OffsetFetchResult,
+        now_ms: int,
+        member: Membership,
+        fatal: KConsumerError | None,
+    ) -> CommitOutput:
+        """A commit request of the application, or the outcome of an OffsetCommit or OffsetFetch."""
+        if isinstance(event, CommitRequested):
+            return self.on_commit_requested(event, now_ms, member, fatal)
+        if isinstance(event, CommitResult):
+            return self.on_commit_result(event, now_ms, member)
+        return self.on_fetch_result(event, now_ms, member)
+
     def on_commit_requested(
         self, event: CommitRequested, now_ms: int, member: Membership, fatal: KConsumerError | None
     ) -> CommitOutput:

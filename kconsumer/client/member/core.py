@@ -22,8 +22,9 @@ from ...errors import KConsumerError
 from . import events as ev
 from .assignors import ClientAssignorHooks
 from .backoff import ExponentialBackoff
+from .classic_exchange import ClassicAccepted, ClassicExchange, ReleaseBeforeJoin
 from .commits import CommitManager, CommitOutput, Membership
-from .effects import Effect, FindCoordinator, LeaveDone, RefreshMetadata, ReportError
+from .effects import Effect, FindCoordinator, RefreshMetadata, ReportError, SendHeartbeat
 from .errors import HeartbeatAction, pattern_needs_v1, poll_interval_exceeded
 from .heartbeat_request import REGEX_VERSION
 from .heartbeats import Accepted, HeartbeatExchange, LeaveAnswered, Rejected
@@ -40,6 +41,7 @@ from .model import (
 )
 from .operations import NEEDS, CallbackNeed, Need, Operations, Outcome, StopNeed, Waiter
 from .reconciler import Progress, Reconciler, Release
+from .schedule import is_due
 from .state import HEARTBEATING, IN_GROUP, MemberState, check_transition
 
 S = MemberState
@@ -66,7 +68,9 @@ class MemberCore:
         self._subscription: Subscription | None = None
         self._ids = Ids()
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms, rand)
-        self._hb = HeartbeatExchange(config, backoff, self._ids)
+        self._hb: HeartbeatExchange | ClassicExchange = (
+            HeartbeatExchange if config.classic is None else ClassicExchange
+        )(config, backoff, self._ids)
         self._commits = CommitManager(config, backoff, self._ids, now_ms)
         self._assignors = ClientAssignorHooks(config.client_assignors)
         self._ops = Operations(config, self._commits, self._ids, self._assignors.configured)
@@ -216,8 +220,8 @@ class MemberCore:
         self._drive(self._recon.resume(outcome))
 
     def _reconcile(self) -> None:
-        """A new target or metadata: start reconciling if nothing else runs."""
-        if self._state in (S.JOINING, S.STABLE):
+        """A new target: start reconciling if nothing else runs."""
+        if self._state in (S.JOINING, S.STABLE, S.ACKNOWLEDGING):
             self._to(S.RECONCILING)
         if self._state is S.RECONCILING and self._recon.step is None:
             self._drive(self._recon.advance())
@@ -296,7 +300,7 @@ class MemberCore:
         self._ops.drop()
         self._leave = self._rejoin = None
         self._out.append(ReportError(error, fatal=True))
-        self._emit_leave_done()
+        self._out.extend(self._shutdown.pay())
 
     def _fence(self, previous: MemberState) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: lose everything, rejoin with epoch 0."""
@@ -314,11 +318,6 @@ class MemberCore:
         self._maybe_rejoin()
 
     # -- leaving --------------------------------------------------------------------------------
-
-    def _emit_leave_done(self) -> None:
-        reason = self._shutdown.pay()
-        if reason is not None:
-            self._out.append(LeaveDone(reason))
 
     def _start_leave(self, reason: LeaveReason) -> None:
         """From an in-group state: PREPARE_LEAVING, then LEAVING (see `leaving`)."""
@@ -368,7 +367,7 @@ class MemberCore:
             self._maybe_rejoin()
             return
         self._to(S.UNSUBSCRIBED)
-        self._emit_leave_done()
+        self._out.extend(self._shutdown.pay())
         if not self._shutdown.closing and self._subscription is not None:
             self._join()
 
@@ -416,37 +415,45 @@ class MemberCore:
             self._epoch = leave_epoch(self._leave.reason, self.config.static, self._shutdown.closing)
             self._out.append(hb.send_leave(self._now, member_id=self._member_id, member_epoch=self._epoch))
             return
-        if not hb.is_due(self._now, self._heartbeat_urgent()):
+        if not is_due(hb.due_at(self._heartbeat_urgent()), self._now):
             return
         sub = self._subscription if state in IN_GROUP else None
         effect = hb.send(
             self._now, self._member_id, self._epoch, sub, self._reported(), self._assignors.announced
         )
-        self._assignors.on_heartbeat_sent(effect.request.client_assignors is not None)
+        if isinstance(effect, ReleaseBeforeJoin):  # classic: revoke first (eager: everything)
+            self._recon.receive(effect.keep, None, self._epoch)
+            self._reconcile()
+        if not isinstance(effect, Effect):
+            return
+        self._assignors.on_heartbeat_sent(
+            isinstance(effect, SendHeartbeat) and effect.request.client_assignors is not None
+        )
         self._out.append(effect)
         if state is S.ACKNOWLEDGING:
             self._to(S.RECONCILING)
             self._drive(self._recon.advance())
 
-    def _on_heartbeat_answer(self, event: ev.HeartbeatResponseReceived | ev.HeartbeatFailed) -> None:
+    def _on_heartbeat_answer(
+        self, event: ev.HeartbeatResponseReceived | ev.ClassicResponseReceived | ev.HeartbeatFailed
+    ) -> None:
         verdict = self._hb.answer(event, self._now)
         if isinstance(verdict, LeaveAnswered):
             self._finish_leave()  # any answer ends the leave (GROUP_ID_NOT_FOUND included)
-        elif isinstance(verdict, Accepted):
+        elif isinstance(verdict, (Accepted, ClassicAccepted)):
             self._on_heartbeat_ok(verdict)
         elif isinstance(verdict, Rejected):
             self._on_heartbeat_error(verdict)
 
-    def _on_heartbeat_ok(self, verdict: Accepted) -> None:
-        response = verdict.response
+    def _on_heartbeat_ok(self, verdict: Accepted | ClassicAccepted) -> None:
         state = self._state
         if state is S.LEAVING:
             return  # the leave heartbeat goes next
-        if self._hb.version < REGEX_VERSION and response.member_id:
-            self._member_id = response.member_id
-        self._epoch = response.member_epoch
+        if self._hb.adopts_member_id and verdict.member_id:
+            self._member_id = verdict.member_id
+        self._epoch = verdict.member_epoch
         self._absorb(self._commits.on_heartbeat_success(self._membership()))
-        should_compute = response.should_compute_assignment and state in IN_GROUP
+        should_compute = verdict.should_compute_assignment and state in IN_GROUP
         self._out.extend(self._assignors.on_heartbeat_success(self._epoch, should_compute))
         if state not in IN_GROUP:
             return
@@ -516,9 +523,9 @@ class MemberCore:
             self._rejoin = None
             self._ops.drop(Waiter.REJOIN)
             self._to(S.UNSUBSCRIBED)
-            self._emit_leave_done()
+            self._out.extend(self._shutdown.pay())
         elif state in (S.UNSUBSCRIBED, S.FATAL):
-            self._emit_leave_done()
+            self._out.extend(self._shutdown.pay())
         # PREPARE_LEAVING / LEAVING: the leave under way answers with LeaveDone.
 
     def _on_poll(self, event: ev.Poll) -> None:
@@ -540,27 +547,15 @@ class MemberCore:
         else:
             self._complete(event.callback_id)
 
-    def _on_commit_requested(self, event: ev.CommitRequested) -> None:
-        self._absorb(self._commits.on_commit_requested(event, self._now, self._membership(), self._fatal))
+    def _on_offsets_event(self, event: ev.CommitRequested | ev.CommitResult | ev.OffsetFetchResult) -> None:
+        self._absorb(self._commits.handle(event, self._now, self._membership(), self._fatal))
 
-    def _on_commit_result(self, event: ev.CommitResult) -> None:
-        self._absorb(self._commits.on_commit_result(event, self._now, self._membership()))
-
-    def _on_offset_fetch_result(self, event: ev.OffsetFetchResult) -> None:
-        self._absorb(self._commits.on_fetch_result(event, self._now, self._membership()))
-
-    def _on_client_assignment_result(self, event: ev.ClientAssignmentResult) -> None:
-        self._out.extend(self._assignors.on_result(event.member_epoch, event.error, event.message))
-
-    def _on_assignor_metadata(self, event: ev.AssignorMetadataUpdated) -> None:
-        changed = self._assignors.update_metadata(
-            event.name, event.metadata_version, event.metadata_bytes, event.reason
-        )
-        self._hb.urgent = self._hb.urgent or changed
-
-    def _on_request_assignment(self, event: ev.RequestAssignment) -> None:
-        if self._assignors.configured:
-            self._hb.urgent = self._assignors.request_assignment(event.reason) or self._hb.urgent
+    def _on_assignor_event(
+        self, event: ev.ClientAssignmentResult | ev.AssignorMetadataUpdated | ev.RequestAssignment
+    ) -> None:
+        effects, urgent = self._assignors.handle(event)
+        self._out.extend(effects)
+        self._hb.urgent = self._hb.urgent or urgent
 
     def _on_capabilities(self, event: ev.CoordinatorCapabilities) -> None:
         if event.heartbeat_version < 0:
@@ -579,15 +574,16 @@ _HANDLERS: dict[type[ev.Event], Callable[[MemberCore, Any], None]] = {
     ev.Tick: lambda core, event: None,  # the timers run after every event
     ev.HeartbeatResponseReceived: MemberCore._on_heartbeat_answer,
     ev.HeartbeatFailed: MemberCore._on_heartbeat_answer,
+    ev.ClassicResponseReceived: MemberCore._on_heartbeat_answer,
     ev.MetadataUpdated: MemberCore._on_metadata,
     ev.CallbackCompleted: MemberCore._on_app_completion,
     ev.FetchingStopped: MemberCore._on_app_completion,
-    ev.CommitRequested: MemberCore._on_commit_requested,
-    ev.CommitResult: MemberCore._on_commit_result,
-    ev.OffsetFetchResult: MemberCore._on_offset_fetch_result,
-    ev.ClientAssignmentResult: MemberCore._on_client_assignment_result,
-    ev.AssignorMetadataUpdated: MemberCore._on_assignor_metadata,
-    ev.RequestAssignment: MemberCore._on_request_assignment,
+    ev.CommitRequested: MemberCore._on_offsets_event,
+    ev.CommitResult: MemberCore._on_offsets_event,
+    ev.OffsetFetchResult: MemberCore._on_offsets_event,
+    ev.ClientAssignmentResult: MemberCore._on_assignor_event,
+    ev.AssignorMetadataUpdated: MemberCore._on_assignor_event,
+    ev.RequestAssignment: MemberCore._on_assignor_event,
     ev.CoordinatorCapabilities: MemberCore._on_capabilities,
 }
 

@@ -87,7 +87,7 @@ class Dispatcher:
             return
         request_id = self._ids.next()
         self._in_flight[request_id] = (node, call)
-        out.sends.append(SendRequest(request_id, node, request, call.version))
+        out.sends.append(SendRequest(request_id, node, request, call.version, call.timeout_ms()))
 
     def answered(self, request_id: int) -> tuple[Node, Call] | None:
         """The call `request_id` answered (None: not in flight)."""

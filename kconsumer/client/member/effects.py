@@ -22,6 +22,7 @@ and are never reused; the session numbers its requests with its own counter.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from ...assignment.assignor import AssignmentSpec
@@ -32,6 +33,7 @@ from ...protocol.uuid import Uuid
 from .model import (
     AssignmentMetadata,
     CallbackKind,
+    ClassicMember,
     CommitReason,
     FetchPosition,
     LeaveReason,
@@ -65,6 +67,35 @@ class SendHeartbeat(Effect):
     request: ConsumerGroupHeartbeatRequest
     version: int
     leave: bool = False
+
+
+class ClassicApi(enum.Enum):
+    """The classic group requests a member sends."""
+
+    JOIN = "JoinGroup"
+    SYNC = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    LEAVE = "LeaveGroup"
+
+
+@dataclass(frozen=True)
+class SendClassicRequest(Effect):
+    """Send a classic group request to the coordinator; answer with
+    `ClassicResponseReceived(request_id, ...)` or `HeartbeatFailed(request_id, ...)` (at most one
+    is in flight, as for heartbeats).
+
+    A SyncGroup of the group's leader lists the joined `members`: the session computes their
+    assignments with the `strategy` the group chose (it needs the topics' partition counts) and
+    puts them in the request. A LeaveGroup with no `request` is one a static member does not send
+    (it keeps its place until its session times out): the session answers it at once."""
+
+    request_id: int
+    api: ClassicApi
+    request: Message | None
+    members: tuple[ClassicMember, ...] = ()
+    strategy: str = ""
+    timeout_ms: int | None = None
+    """How long the answer may take (JoinGroup and SyncGroup: the rebalance timeout and more)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +273,9 @@ class SendRequest(Effect):
     node: Node
     request: Message
     version: int
+    timeout_ms: int | None = None
+    """Longer than ``request.timeout.ms`` for a request the coordinator holds on purpose (a
+    classic JoinGroup or SyncGroup waits up to the rebalance timeout); None: the usual one."""
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,14 @@ HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
         A.FATAL,
         "the broker does not support the consumer group protocol (KIP-848): it needs Apache Kafka 4.0 "
         "or later with the feature group.version >= 1 (and 'consumer' in "
-        "group.coordinator.rebalance.protocols); kconsumer only speaks group.protocol=consumer",
+        "group.coordinator.rebalance.protocols): set group.protocol=classic to use this cluster, or "
+        "upgrade the brokers",
+    ),
+    ErrorCode.ILLEGAL_GENERATION: ErrorRule(A.FENCE),  # classic: the group moved on without it
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL: ErrorRule(
+        A.FATAL,
+        "group {group!r} uses another protocol or strategy ({message}): give every member the same "
+        "group.protocol and a partition.assignment.strategy in common",
     ),
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: ErrorRule(
         A.REPORT,

@@ -12,8 +12,9 @@ Who sends what:
   `FetchingStopped`, `PositionsCollected`, and the queries `CommittedOffsetsQuery`, `OffsetsQuery`;
 * the driver's network side: `ResponseReceived`, `RequestFailed`; its assignor worker:
   `AssignorFinished`;
-* the session, to the core: `HeartbeatResponseReceived`, `HeartbeatFailed`, `CommitResult`,
-  `OffsetFetchResult`, `MetadataUpdated`, `CoordinatorCapabilities`, `ClientAssignmentResult`;
+* the session, to the core: `HeartbeatResponseReceived`, `HeartbeatFailed`,
+  `ClassicResponseReceived`, `CommitResult`, `OffsetFetchResult`, `MetadataUpdated`,
+  `CoordinatorCapabilities`, `ClientAssignmentResult`;
 * the driver's clock: `Tick` (when ``next_deadline`` is reached).
 """
 
@@ -26,7 +27,7 @@ from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from .model import CallbackKind, PartitionOffset
+from .model import CallbackKind, ClassicMember, PartitionOffset
 
 
 class Event:
@@ -96,6 +97,24 @@ class HeartbeatFailed(Event):
     request_id: int
     error: ErrorCode = ErrorCode.NETWORK_EXCEPTION
     message: str | None = None
+
+
+@dataclass(frozen=True)
+class ClassicResponseReceived(Event):
+    """The coordinator answered the classic group request `request_id` (JoinGroup, SyncGroup,
+    Heartbeat or LeaveGroup; a failure without answer is `HeartbeatFailed`). JoinGroup fills
+    `member_id`, `generation`, `protocol_name`, `leader_id` and, for the leader, `members`;
+    SyncGroup fills `assignment`, by topic id (the session resolved the names)."""
+
+    request_id: int
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    member_id: str = ""
+    generation: int = -1
+    protocol_name: str | None = None
+    leader_id: str = ""
+    members: tuple[ClassicMember, ...] = ()
+    assignment: Mapping[Uuid, tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff
 from .effects import SendHeartbeat
 from .errors import ErrorRule, heartbeat_error, heartbeat_rule
-from .events import HeartbeatFailed, HeartbeatResponseReceived
+from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat_request import REGEX_VERSION, HeartbeatBuilder
 from .model import AssignmentMetadata, ClientAssignor, Ids, MemberConfig, Subscription, TopicIdPartition
 from .schedule import HeartbeatSchedule
@@ -32,6 +32,21 @@ class Accepted:
     """The heartbeat in flight was answered without error."""
 
     response: ConsumerGroupHeartbeatResponse
+
+    @property
+    def member_id(self) -> str:
+        """The member id the coordinator answered with."""
+        return self.response.member_id or ""
+
+    @property
+    def member_epoch(self) -> int:
+        """The member's epoch."""
+        return self.response.member_epoch
+
+    @property
+    def should_compute_assignment(self) -> bool:
+        """The coordinator asks this member to run the client-side assignment."""
+        return bool(self.response.should_compute_assignment)
 
     @property
     def target(self) -> dict[Uuid, list[int]] | None:
@@ -105,16 +120,16 @@ class HeartbeatExchange:
         #: The subscription the last heartbeat carried (what the coordinator knows).
         self.announced: Subscription | None = None
 
+    @property
+    def adopts_member_id(self) -> bool:
+        """With heartbeat v0 the coordinator chooses the member id; from v1 the member does."""
+        return self.version < REGEX_VERSION
+
     def due_at(self, urgent: bool) -> int | None:
         """When the next heartbeat may go (`urgent`: at once, backoff allowing), None while one
         is in flight. The urgency of a change (`self.urgent`) is the caller's to weigh: it only
         counts while the member is in the group."""
         return self.schedule.due_at(urgent)
-
-    def is_due(self, now_ms: int, urgent: bool) -> bool:
-        """Whether a heartbeat should go at `now_ms`."""
-        due = self.due_at(urgent)
-        return due is not None and now_ms >= due
 
     def send(
         self,
@@ -150,11 +165,13 @@ class HeartbeatExchange:
         self.schedule.sent(request_id, now_ms, template.request.member_epoch, leave=template.leave)
         return SendHeartbeat(request_id, template.request, template.version, template.leave)
 
-    def answer(self, event: HeartbeatResponseReceived | HeartbeatFailed, now_ms: int) -> Verdict | None:
+    def answer(
+        self, event: HeartbeatResponseReceived | ClassicResponseReceived | HeartbeatFailed, now_ms: int
+    ) -> Verdict | None:
         """What an answer means (None: not the heartbeat in flight). A leave's answer and an
         accepted heartbeat update the schedule here; a rejection waits for `rejected`."""
         schedule = self.schedule
-        if event.request_id != schedule.in_flight:
+        if event.request_id != schedule.in_flight or isinstance(event, ClassicResponseReceived):
             return None
         if isinstance(event, HeartbeatResponseReceived):
             response = event.response

@@ -21,6 +21,7 @@ import enum
 from dataclasses import dataclass
 
 from ...protocol.messages.consumer_group import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from .effects import LeaveDone
 from .model import CallbackKind, LeaveReason, PartitionOffset
 from .operations import CallbackNeed, CommitNeed, Need, Outcome, Pending, StopNeed
 from .reconciler import Release
@@ -69,12 +70,12 @@ class Shutdown:
         if reason is LeaveReason.CLOSE or self.owed is None:
             self.owed = reason
 
-    def pay(self) -> LeaveReason | None:
-        """The LeaveDone owed now (None if none), marking a close complete."""
+    def pay(self) -> list[LeaveDone]:
+        """The LeaveDone owed now (none if none), marking a close complete."""
         reason, self.owed = self.owed, None
         if reason is LeaveReason.CLOSE:
             self.closed = True
-        return reason
+        return [] if reason is None else [LeaveDone(reason)]
 
 
 @dataclass

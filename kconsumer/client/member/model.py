@@ -31,6 +31,28 @@ class Ids:
 
 
 @dataclass(frozen=True)
+class ClassicSettings:
+    """What a member of the classic protocol (``group.protocol=classic``) needs besides the rest:
+    its ``partition.assignment.strategy`` names in preference order, all eager or all cooperative,
+    ``session.timeout.ms`` and ``heartbeat.interval.ms``."""
+
+    strategies: tuple[str, ...] = ("range", "roundrobin")
+    cooperative: bool = False
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+
+
+@dataclass(frozen=True)
+class ClassicMember:
+    """A member of a classic group as JoinGroup tells the leader: its id, instance id and its
+    subscription (ConsumerProtocol bytes)."""
+
+    member_id: str
+    instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True)
 class TopicIdPartition:
     """One partition, by topic id and (resolved) topic name.
 
@@ -162,6 +184,8 @@ class MemberConfig:
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
     default_api_timeout_ms: int = 60_000
+    classic: ClassicSettings | None = None
+    """Set for ``group.protocol=classic`` (JoinGroup/SyncGroup); None for the consumer protocol."""
 
     def __post_init__(self) -> None:
         if not self.group_id:
@@ -176,6 +200,8 @@ class MemberConfig:
                 raise ValueError(f"{name} must be positive")
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ValueError("retry_backoff_max_ms must be >= retry_backoff_ms")
+        if self.classic is not None and (self.client_assignors or self.server_assignor):
+            raise ValueError("the classic protocol assigns with partition.assignment.strategy only")
 
     @property
     def static(self) -> bool:

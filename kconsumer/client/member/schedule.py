@@ -14,6 +14,11 @@ from __future__ import annotations
 from .backoff import ExponentialBackoff, Retry
 
 
+def is_due(due_at: int | None, now_ms: int) -> bool:
+    """Whether a request due at `due_at` (None: one is in flight) should go at `now_ms`."""
+    return due_at is not None and now_ms >= due_at
+
+
 class HeartbeatSchedule:
     """Timing and in-flight bookkeeping of the heartbeat."""
 

@@ -41,14 +41,17 @@ from ...protocol.messages.offsets import OffsetCommitResponse, OffsetFetchRespon
 from ...protocol.negotiation import common_version
 from ...protocol.schema import Message
 from ...protocol.uuid import ZERO_UUID
+from . import classic_routes
 from . import events as ev
 from .calls import (
     AnyBrokerCall,
     ApiVersionsCall,
     Call,
+    ClassicCall,
     CommitCall,
     FindCoordinatorCall,
     ForAssignment,
+    ForClassic,
     ForCore,
     HeartbeatCall,
     InstallCall,
@@ -75,6 +78,7 @@ from .effects import (
     InvokeCallback,
     Node,
     RefreshMetadata,
+    SendClassicRequest,
     SendHeartbeat,
 )
 from .model import CallbackKind, Ids, MemberConfig, PartitionOffset, TopicIdPartition
@@ -241,10 +245,11 @@ class MemberSession:
         self._to_coordinator(call)
 
     def _fetch_offsets(self, effect: FetchCommittedOffsets) -> None:
+        classic = self.config.classic is not None  # classic members fetch as Kafka's do: no member id
         call = OffsetFetchCall(
             self.config.group_id,
-            effect.member_id,
-            effect.member_epoch,
+            None if classic else effect.member_id,
+            -1 if classic else effect.member_epoch,
             effect.partitions,
             core_id=effect.request_id,
         )
@@ -258,6 +263,17 @@ class MemberSession:
     def _find_coordinator(self, effect: FindCoordinator) -> None:
         log.info("group %s: looking for the coordinator again (%s)", self.config.group_id, effect.reason)
         self._forget_coordinator()
+
+    def _classic(self, effect: SendClassicRequest) -> None:
+        self._classic_step(classic_routes.start(effect))
+
+    def _classic_step(self, step: classic_routes.ClassicStep) -> None:
+        for call in step.to_coordinator:
+            self._to_coordinator(call)
+        for any_call in step.to_any:
+            self._to_any(any_call)
+        for event in step.events:
+            self._feed(event)
 
     def _compute(self, effect: ComputeClientAssignment) -> None:
         self._step(self._assignment.start(effect.member_epoch))
@@ -446,6 +462,8 @@ class MemberSession:
             self._feed(ev.MetadataUpdated(dict(self.cluster.topic_names)))
         elif isinstance(purpose, ForAssignment):
             self._step(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
+        elif isinstance(purpose, ForClassic):
+            self._classic_step(classic_routes.metadata_learnt(purpose, self.cluster))
         else:
             self._progress(self._queries.metadata_learnt(purpose.token, self.cluster))
 
@@ -465,6 +483,13 @@ class MemberSession:
                 response.error_message,
             )
         self._feed(ev.HeartbeatResponseReceived(call.core_id, response))
+
+    def _classic_answered(self, node: Node, call: Any, response: Message) -> None:
+        code = ErrorCode.of(getattr(response, "error_code", 0))
+        self._coordinator_answered(code)
+        if code not in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED):
+            log.warning("group %s: %s failed with %s", self.config.group_id, call.api.value, code.name)
+        self._classic_step(classic_routes.answered(call, response, self.cluster))
 
     def _commit_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetCommitResponse)
@@ -517,7 +542,7 @@ class MemberSession:
             self._metadata_done(call.purpose)
         elif isinstance(call, ListOffsetsCall):
             self._progress(self._queries.offsets_result(call.token, {}))
-        elif isinstance(call, HeartbeatCall):
+        elif isinstance(call, (HeartbeatCall, ClassicCall)):
             self._feed(ev.HeartbeatFailed(call.core_id, code, message))
         elif isinstance(call, CommitCall) and call.core_id is not None:
             self._feed(ev.CommitResult(call.core_id, code, message))
@@ -547,6 +572,7 @@ _HANDLERS: dict[type[ev.Event], Callable[[MemberSession, Any], None]] = {
 #: How each of the core's effects is carried out.
 _EXECUTE: dict[type[Effect], Callable[[MemberSession, Any], None]] = {
     SendHeartbeat: MemberSession._heartbeat,
+    SendClassicRequest: MemberSession._classic,
     CommitOffsets: MemberSession._commit,
     FetchCommittedOffsets: MemberSession._fetch_offsets,
     RefreshMetadata: MemberSession._refresh,
@@ -562,6 +588,7 @@ _ANSWERS: dict[type[Call], Callable[[MemberSession, Node, Any, Message], None]] 
     MetadataCall: MemberSession._metadata_answered,
     ListOffsetsCall: MemberSession._offsets_listed,
     HeartbeatCall: MemberSession._heartbeat_answered,
+    ClassicCall: MemberSession._classic_answered,
     CommitCall: MemberSession._commit_answered,
     OffsetFetchCall: MemberSession._offsets_fetched,
     PrepareCall: MemberSession._prepared,

@@ -159,18 +159,18 @@ class BrokerConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
-    async def request(self, message: R, version: int) -> Message:
+    async def request(self, message: R, version: int, timeout_s: float | None = None) -> Message:
         """Send `message` at `version` and await its response (after a re-authentication in
-        progress, if any)."""
+        progress, if any) for `timeout_s` (default ``request.timeout.ms``)."""
         if not self._open_for_requests.is_set():
             await self._open_for_requests.wait()
-        return await self._send(message, version)
+        return await self._send(message, version, timeout_s)
 
     async def sasl_request(self, message: Message, version: int) -> Message:
         """A request of the SASL exchange itself (never held back by re-authentication)."""
         return await self._send(message, version)
 
-    async def _send(self, message: Message, version: int) -> Message:
+    async def _send(self, message: Message, version: int, timeout_s: float | None = None) -> Message:
         if self._closed is not None:
             raise self._closed
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
@@ -186,13 +186,14 @@ class BrokerConnection:
             await self._writer.drain()
         except (OSError, RuntimeError) as exc:
             self._fail(TransportError(f"{self.address}: send failed: {exc}"))
+        timeout_s = self.request_timeout_s if timeout_s is None else max(timeout_s, self.request_timeout_s)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.request_timeout_s)
+            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
         except asyncio.TimeoutError:
             name = spec_for(key).name
             self._fail(RequestTimeoutError(f"{self.address}: {name} v{version} timed out"))
             raise RequestTimeoutError(
-                f"{self.address}: {name} v{version} timed out after {self.request_timeout_s}s"
+                f"{self.address}: {name} v{version} timed out after {timeout_s}s"
             ) from None
 
     async def _read_loop(self) -> None:

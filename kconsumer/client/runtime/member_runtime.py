@@ -199,7 +199,8 @@ class MemberRuntime:
         event: Event
         try:
             connection = await self._connections.get(Address(effect.node.host, effect.node.port))
-            response = await connection.request(effect.request, effect.version)
+            timeout_s = None if effect.timeout_ms is None else effect.timeout_ms / 1000
+            response = await connection.request(effect.request, effect.version, timeout_s)
         except RequestTimeoutError as exc:
             event = RequestFailed(effect.request_id, ErrorCode.REQUEST_TIMED_OUT, str(exc))
         except AuthenticationFailedError as exc:

@@ -2,6 +2,7 @@
 
     python -m kconsumer.testing.sim --seed 42             # verbose trace of seed 42, then its report
     python -m kconsumer.testing.sim --seeds 0:1000        # sweep, progress bar, summary
+    python -m kconsumer.testing.sim --seeds 0:5000 --protocols mixed   # classic members too
     python -m kconsumer.testing.sim --seeds 0:20000 --spark local[2]
     python -m kconsumer.testing.sim --seeds 0:100000 --spark spark://host:7077 --partitions 400
 
@@ -15,7 +16,7 @@ import sys
 
 from .params import FAULTS
 from .sweep import SeedSummary, SweepSummary, spark_sweep, sweep
-from .world import run_seed
+from .world import PROTOCOLS, run_seed
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--partitions", type=int, help="Spark partitions of the seed range")
     parser.add_argument("--faults", type=_faults, help="switch on exactly these faults (comma-separated)")
+    parser.add_argument(
+        "--protocols",
+        choices=PROTOCOLS,
+        default="consumer",
+        help="consumer: KIP-848 members only; mixed: classic members too (groups convert online)",
+    )
     parser.add_argument("--quiet", action="store_true", help="with --seed: only the report, not the trace")
     args = parser.parse_args(argv)
 
@@ -61,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.spark:
             parser.error("--spark goes with --seeds")
         sink = None if args.quiet else print
-        result = run_seed(args.seed, verbose=not args.quiet, sink=sink, only_faults=args.faults)
+        result = run_seed(
+            args.seed, verbose=not args.quiet, sink=sink, only_faults=args.faults, protocols=args.protocols
+        )
         print(result.report(), f"\ntrace hash {result.trace_hash}", sep="")
         return 0 if result.ok else 1
 
@@ -73,10 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     summary: SweepSummary
     if args.spark:
         summary = spark_sweep(
-            first, last, args.spark, partitions=args.partitions, only_faults=args.faults, on_failure=failed
+            first,
+            last,
+            args.spark,
+            partitions=args.partitions,
+            only_faults=args.faults,
+            protocols=args.protocols,
+            on_failure=failed,
         )
     else:
-        summary = sweep(first, last, only_faults=args.faults, progress=sys.stderr, on_failure=failed)
+        summary = sweep(
+            first,
+            last,
+            only_faults=args.faults,
+            protocols=args.protocols,
+            progress=sys.stderr,
+            on_failure=failed,
+        )
     print(summary.format())
     return 0 if summary.ok else 1
 

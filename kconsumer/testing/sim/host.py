@@ -11,11 +11,15 @@ coordinator's state is the old one's.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...assignment.classic_leader import assigned_partitions
 from ...broker.coordinator import CoordinatorConfig, GroupCoordinator, MetadataImage
+from ...broker.coordinator.classic.api import CLASSIC_APIS
+from ...broker.coordinator.classic.model import ClassicGroup
 from ...broker.coordinator.model import ConsumerGroup
 from ...broker.coordinator.records import Record
 from ...broker.server.error_responses import error_response
@@ -68,7 +72,13 @@ class CoordinatorHost:
         self.rng = rng
         self.config = config
         self.topics = topics
-        self.coordinator: GroupCoordinator | None = GroupCoordinator(config)
+        # Member ids the coordinator makes up (classic joins) stay unique across failovers, as a
+        # server's random ones are.
+        ids = itertools.count(1)
+        self._new_member_id = lambda: str(Uuid.from_int(next(ids)))
+        self.coordinator: GroupCoordinator | None = GroupCoordinator(
+            config, new_member_id=self._new_member_id
+        )
         self.coordinator.update_metadata(topics.image(), sched.now)
         #: The last coordinator that served (its state stays readable during an election).
         self.last: GroupCoordinator = self.coordinator
@@ -82,23 +92,64 @@ class CoordinatorHost:
         self.on_broker_crash: Callable[[int], None] | None = None
         self._timer_gen = 0
         self._armed_at: int | None = None
+        #: Deferred classic answers, by ticket.
+        self._waiting: dict[int, Callable[[Any], None]] = {}
         self._arm()
 
     # -- views ------------------------------------------------------------------------------------
 
     def group(self) -> ConsumerGroup | None:
-        """The group as the newest coordinator knows it."""
+        """The group as the newest coordinator knows it, while it is a consumer group."""
         return self.last.group(GROUP)
 
+    def classic_group(self) -> ClassicGroup | None:
+        """The group as the newest coordinator knows it, while it is a classic group."""
+        return self.last.state.classic_groups.get(GROUP)
+
     def member_ids(self) -> frozenset[str]:
-        """Ids of the members of the group, as the newest coordinator knows them."""
+        """Ids of the members of the group (either kind), as the newest coordinator knows them."""
         group = self.group()
-        return frozenset(group.members) if group is not None else frozenset()
+        if group is not None:
+            return frozenset(group.members)
+        classic = self.classic_group()
+        return frozenset(classic.members) if classic is not None else frozenset()
+
+    @property
+    def tracks_ownership(self) -> bool:
+        """Whether the coordinator knows who owns each partition: a consumer group does (the
+        target and current assignments, revocations acknowledged); a classic group does not (its
+        members give partitions up before rejoining, the coordinator only relays assignments)."""
+        return self.classic_group() is None
 
     def owner_of(self, key: tuple[Uuid, int]) -> str | None:
         """The member holding a partition (assigned or pending revocation) on the coordinator."""
         group = self.group()
         return None if group is None else group.owner_of(key[0], key[1])
+
+    def assignments(self) -> dict[str, set[tuple[Uuid, int]]]:
+        """Each member's assignment: its target in a consumer group, its last SyncGroup
+        assignment in a classic group."""
+        group = self.group()
+        if group is not None:
+            return {
+                member_id: {
+                    (t, p) for t, parts in group.target_of(member_id).partitions.items() for p in parts
+                }
+                for member_id in group.members
+            }
+        classic = self.classic_group()
+        if classic is None:
+            return {}
+        ids = {topic.name: topic.topic_id for topic in self.topics.live.values()}
+        return {
+            member_id: {
+                (ids[name], p)
+                for name, parts in assigned_partitions(member.assignment).items()
+                if name in ids
+                for p in parts
+            }
+            for member_id, member in classic.members.items()
+        }
 
     @property
     def serving(self) -> bool:
@@ -111,10 +162,11 @@ class CoordinatorHost:
         """The coordinator's broker, or COORDINATOR_NOT_AVAILABLE during an election."""
         return self.broker if self.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    def serve(self, broker: int, request: Any, version: int, sender: str) -> Any:
+    def serve(self, broker: int, request: Any, version: int, sender: str, client_id: str = "") -> Any:
         """The answer of `broker` to `request` (at `version`): cluster requests from any broker,
         group requests from the coordinator's broker (NOT_COORDINATOR elsewhere, and
-        COORDINATOR_LOAD_IN_PROGRESS while it loads)."""
+        COORDINATOR_LOAD_IN_PROGRESS while it loads). `sender` is the member id of the process
+        sending, `client_id` its client id (a classic member's id starts with it)."""
         if is_cluster_request(request):
             return answer(request, version, self.topics, self.find_coordinator())
         now = self.sched.now
@@ -137,11 +189,24 @@ class CoordinatorHost:
             result = coordinator.prepare_assignment(request, version, now)
         elif isinstance(request, ConsumerGroupInstallAssignmentRequest):
             result = coordinator.install_assignment(request, version, now)
+        elif request.API_KEY in CLASSIC_APIS:
+            result = coordinator.classic(request, version, now, client_id=client_id or sender)
         else:  # pragma: no cover - the session sends only these to the coordinator
             raise ValueError(f"unexpected request {type(request).__name__}")
         self._after(result.records, kind, sender)
+        self._answer_waiting(coordinator.take_replies())
         self._arm()
         return result.response
+
+    def when_answered(self, ticket: int, respond: Callable[[Any], None]) -> None:
+        """Call `respond` with the answer of the deferred request `ticket` when it comes."""
+        self._waiting[ticket] = respond
+
+    def _answer_waiting(self, replies: list[tuple[int, Any]]) -> None:
+        for ticket, response in replies:
+            respond = self._waiting.pop(ticket, None)
+            if respond is not None:
+                respond(response)
 
     def _after(self, records: list[Record], kind: str, sender: str) -> None:
         if self.checker is not None:
@@ -177,6 +242,7 @@ class CoordinatorHost:
         if records:
             self.trace.log(now, "coord", f"timers fired: {_summary(records)}")
             self._after(records, "timer", "")
+        self._answer_waiting(coordinator.take_replies())
 
     def publish_metadata(self) -> None:
         """The topics changed: the coordinator gets the new image (during an election, the new
@@ -188,6 +254,7 @@ class CoordinatorHost:
         if records:
             self.trace.log(self.sched.now, "coord", f"metadata v{self.topics.version}: {_summary(records)}")
         self._after(records, "metadata", "")
+        self._answer_waiting(coordinator.take_replies())
         self._arm()
 
     # -- failover ---------------------------------------------------------------------------------
@@ -199,6 +266,7 @@ class CoordinatorHost:
             return  # an election is already under way
         self.failovers += 1
         old_broker = self.broker
+        self._answer_waiting(old.abandon_replies())
         self.coordinator = None
         self._timer_gen += 1
         self._armed_at = None
@@ -226,7 +294,9 @@ class CoordinatorHost:
     def _take_over(self, old: GroupCoordinator, broker: int, load: int) -> None:
         now = self.sched.now
         assert old.log is not None
-        new = GroupCoordinator.replaying(list(old.log), now, self.config, old.image)
+        new = GroupCoordinator.replaying(
+            list(old.log), now, self.config, old.image, new_member_id=self._new_member_id
+        )
         if self.checker is not None:
             self.checker.after_failover(old, new)
         self.coordinator = self.last = new
@@ -258,6 +328,9 @@ def coordinator_config(session_ms: int, heartbeat_ms: int, assignment_interval_m
         session_timeout_ms=session_ms,
         heartbeat_interval_ms=heartbeat_ms,
         assignment_interval_ms=assignment_interval_ms,
+        # Classic members use the seed's session timeout too (3-6 s), and join in seconds.
+        classic_min_session_timeout_ms=1_000,
+        classic_initial_rebalance_delay_ms=500,
     )
 
 

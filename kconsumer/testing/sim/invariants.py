@@ -136,7 +136,7 @@ class Checker:
         self.world.trace.log(self.sched.now, "CHECK", str(found))
 
     def _zombie(self, proc: SimMember) -> bool:
-        return proc.member_id not in self.members
+        return proc.group_member_id not in self.members
 
     def _label(self, key: Key) -> str:
         return self.topics.short(key)
@@ -147,6 +147,7 @@ class Checker:
         """Records were written (any request, timer or metadata change)."""
         group = self.host.group()
         if group is None:
+            self._after_classic_step(records, kind, sender)
             return
         if kind == "commit":
             # An OffsetCommit changes offsets only (not members, epochs or assignments).
@@ -194,6 +195,25 @@ class Checker:
                             )
                         owners[key] = member_id
         self._coordinator_epochs = epochs
+        self._offsets_written(records, kind, sender)
+
+    def _after_classic_step(self, records: list[Record], kind: str, sender: str) -> None:
+        """The group is classic (or gone): its members and generation; who owns a partition is
+        the members' business (`CoordinatorHost.tracks_ownership`), checked on the client side."""
+        classic = self.host.classic_group()
+        if classic is None:
+            return
+        self.members = frozenset(classic.members)
+        # Only a stored generation is kept by a coordinator taking over (one whose rebalance got
+        # no further than JoinGroup is never stored, and may be handed out again).
+        durable = self.host.last.state.classic_durable.get(GROUP)
+        generation = 0 if durable is None else durable.generation
+        if generation < self.max_group_epoch:
+            self.violation("group-epoch", f"generation {generation} after group epoch {self.max_group_epoch}")
+        self.max_group_epoch = max(self.max_group_epoch, generation)
+        self._offsets_written(records, kind, sender)
+
+    def _offsets_written(self, records: list[Record], kind: str, sender: str) -> None:
         offsets_changed = False
         for record in records:
             if isinstance(record, OffsetCommitRecord):
@@ -211,7 +231,7 @@ class Checker:
         key = (value.topic_id, record.partition)
         label = self._label(key)
         owner = self.host.owner_of(key)
-        if kind != "commit" or owner != sender:
+        if kind != "commit" or (self.host.tracks_ownership and owner != sender):
             self.violation(
                 "commit-by-non-owner",
                 f"{sender or kind} committed {label}={value.offset}; its holder is {owner}",
@@ -274,14 +294,17 @@ class Checker:
         self._check_stored_offsets(new)
 
     def _check_views(self) -> None:
+        if not self.host.tracks_ownership:
+            self._track_zombies()
+            return
         owner_of = self.host.owner_of
         for kind, view in (("fetch", self.fetchers), ("hold", self.holders)):
             for key, procs in view.items():
                 for proc in procs:
-                    if not self._exempt(proc, key) and owner_of(key) != proc.member_id:
+                    if not self._exempt(proc, key) and owner_of(key) != proc.group_member_id:
                         self.violation(
                             f"{kind}-not-owner",
-                            f"{proc.label} ({proc.member_id[:6]}) {_VERB[kind]} {self._label(key)} but "
+                            f"{proc.label} ({proc.group_member_id[:6]}) {_VERB[kind]} {self._label(key)} but "
                             f"the coordinator gives it to {owner_of(key)}",
                         )
         self._track_zombies()
@@ -365,7 +388,7 @@ class Checker:
 
     def _exempt(self, proc: SimMember, key: Key) -> bool:
         """Zombies, and partitions their core declared lost that the application has not dropped yet."""
-        if proc.member_id not in self.members:
+        if proc.group_member_id not in self.members:
             return True
         lost = self._lost.get(proc.label)
         return lost is not None and key in lost
@@ -407,10 +430,10 @@ class Checker:
                 f"double-{kind}", f"{proc.label} {_VERB[kind]} {self._label(key)} while {others} still do"
             )
         owner = self.host.owner_of(key)
-        if owner != proc.member_id:
+        if self.host.tracks_ownership and owner != proc.group_member_id:
             self.violation(
                 f"{kind}-not-owner",
-                f"{proc.label} ({proc.member_id[:6]}) starts to {kind} {self._label(key)} but "
+                f"{proc.label} ({proc.group_member_id[:6]}) starts to {kind} {self._label(key)} but "
                 f"the coordinator gives it to {owner}",
             )
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...broker.coordinator.model import MemberAssignmentState
+from ...broker.coordinator.classic.model import ClassicState
+from ...broker.coordinator.model import ConsumerGroup, MemberAssignmentState
 from ...client.member import MemberState
 from ...client.member.effects import InvokeCallback, LeaveDone, StartFetching, StopFetching
+from ...protocol.uuid import Uuid
 
 if TYPE_CHECKING:
     from .world import World
@@ -40,23 +42,31 @@ def converged(world: World, state: Convergence) -> bool:
         state.reason = "no coordinator serving"
         return False
     group = host.group()
-    if group is None:
+    classic = host.classic_group() if group is None else None
+    if group is not None:
+        epoch, members = group.group_epoch, set(group.members)
+        if group.assignment_epoch != epoch:
+            state.reason = f"target at epoch {group.assignment_epoch} behind group epoch {epoch}"
+            return False
+    elif classic is not None:
+        epoch, members = classic.generation, set(classic.members)
+        if classic.state is not ClassicState.STABLE:
+            state.reason = f"classic group {classic.state.name}"
+            return False
+    else:
         state.reason = "no group"
-        return False
-    epoch = group.group_epoch
-    if group.assignment_epoch != epoch:
-        state.reason = f"target at epoch {group.assignment_epoch} behind group epoch {epoch}"
         return False
     procs = world.processes()
     if len(procs) != world.params.members:
         state.reason = f"{world.params.members - len(procs)} member processes not running"
         return False
-    ids = {proc.member_id for proc in procs}
-    if set(group.members) != ids:
-        extra = sorted(set(group.members) - ids)
-        missing = sorted(ids - set(group.members))
+    ids = {proc.group_member_id for proc in procs}
+    if members != ids:
+        extra = sorted(members - ids)
+        missing = sorted(ids - members)
         state.reason = f"group members differ from the live processes: extra {extra}, missing {missing}"
         return False
+    assignments = host.assignments()
     for proc in procs:
         label = proc.label
         app = proc.app
@@ -70,17 +80,13 @@ def converged(world: World, state: Convergence) -> bool:
         if core.reconciler.step is not None:
             state.reason = f"{label} has a reconciliation step under way"
             return False
-        current = group.members[proc.member_id].current
-        if current.state != MemberAssignmentState.STABLE or current.member_epoch != epoch:
-            state.reason = (
-                f"{label} is {current.state.name} at epoch {current.member_epoch} on the coordinator"
-            )
+        target = assignments[proc.group_member_id]
+        assigned = (
+            target if group is None else _coordinator_assigned(group, proc.group_member_id, epoch, state)
+        )
+        if assigned is None:
+            state.reason = f"{label}: {state.reason}"
             return False
-        if any(current.pending_revocation.values()):
-            state.reason = f"{label} has partitions pending revocation"
-            return False
-        target = {(t, p) for t, parts in group.target_of(proc.member_id).partitions.items() for p in parts}
-        assigned = {(t, p) for t, parts in current.assigned.items() for p in parts}
         owned = {tp.key for tp in core.reconciler.owned}
         if not target == assigned == owned == set(app.fetching):
             state.reason = (
@@ -92,6 +98,9 @@ def converged(world: World, state: Convergence) -> bool:
         if rebalance_work:
             state.reason = f"{label} has {len(rebalance_work)} queued rebalance work items"
             return False
+    if classic is not None and (unassigned := _unassigned(world, assignments)):
+        state.reason = f"{unassigned} subscribed partitions assigned to nobody"
+        return False
     if world.checker.zombies_now:
         state.reason = f"zombies left: {world.checker.zombies_now}"
         return False
@@ -100,20 +109,44 @@ def converged(world: World, state: Convergence) -> bool:
     return True
 
 
+def _coordinator_assigned(
+    group: ConsumerGroup, member_id: str, epoch: int, state: Convergence
+) -> set[tuple[Uuid, int]] | None:
+    """What a consumer group has the member assigned, once it is STABLE at `epoch` with nothing
+    pending revocation (None otherwise, with the reason in `state`)."""
+    current = group.members[member_id].current
+    if current.state != MemberAssignmentState.STABLE or current.member_epoch != epoch:
+        state.reason = f"{current.state.name} at epoch {current.member_epoch} on the coordinator"
+        return None
+    if any(current.pending_revocation.values()):
+        state.reason = "partitions pending revocation"
+        return None
+    return {(t, p) for t, parts in current.assigned.items() for p in parts}
+
+
+def _unassigned(world: World, assignments: dict[str, set[tuple[Uuid, int]]]) -> int:
+    """Partitions of live topics some process subscribes to that no member has (a classic leader
+    assigns every one of them)."""
+    subscribed = {
+        name for proc in world.processes() if (sub := proc.core.subscription) for name in sub.topics
+    }
+    wanted = {
+        (topic.topic_id, p)
+        for topic in world.topics.live.values()
+        if topic.name in subscribed
+        for p in range(topic.num_partitions)
+    }
+    return len(wanted - set().union(*assignments.values()))
+
+
 def pending_records(world: World) -> int:
-    """Records of the group's target partitions (live topics) not processed yet by anyone."""
-    group = world.host.group()
-    if group is None:
-        return 0
+    """Records of the group's assigned partitions (live topics) not processed yet by anyone."""
     topics = world.topics
     coverage = world.checker.coverage
     left = 0
-    for member_id in group.members:
-        for topic_id, partitions in group.target_of(member_id).partitions.items():
-            if not topics.is_live(topic_id):
-                continue
-            for partition in partitions:
-                key = (topic_id, partition)
+    for keys in world.host.assignments().values():
+        for key in keys:
+            if topics.is_live(key[0]):
                 done = coverage[key].prefix if key in coverage else 0
                 left += max(0, topics.hw.get(key, 0) - done)
     return left

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...broker.coordinator.classic.replies import Deferred
 from ...errors import ErrorCode
 from .host import CoordinatorHost, request_kind
 from .params import FaultMix, SimParams
@@ -142,9 +143,11 @@ class Network:
         version: int,
         on_ok: Callable[[Any, Pending], None],
         on_fail: Callable[[ErrorCode, str], None],
+        timeout_ms: int | None = None,
     ) -> Pending:
         """Send a request at `version` on `link`; exactly one of `on_ok(response, pending)` /
-        `on_fail(code, text)` runs (in the member process), unless the process dies first."""
+        `on_fail(code, text)` runs (in the member process), unless the process dies first.
+        `timeout_ms` replaces the request timeout when longer (a classic JoinGroup waits)."""
         pending = Pending(self._next_id(), request_kind(request), version, on_ok, on_fail)
         if not link.alive:
             link.proc.deliver_after(0, self._fail_one, pending, ErrorCode.NETWORK_EXCEPTION, "closed")
@@ -156,7 +159,8 @@ class Network:
         link.last_arrival = arrival
         if not link.requests_stuck:
             self.sched.at(arrival, self._arrive, link, pending, request)
-        link.proc.deliver_after(self.params.request_timeout_ms, self._timeout, link, pending)
+        timeout = max(timeout_ms or 0, self.params.request_timeout_ms)
+        link.proc.deliver_after(timeout, self._timeout, link, pending)
         return pending
 
     def _arrive(self, link: Link, pending: Pending, request: Any) -> None:
@@ -165,9 +169,19 @@ class Network:
         if self.isolated(link.proc.slot):
             link.requests_stuck = True
             return
-        response = self.host.serve(link.broker, request, pending.version, link.proc.member_id)
+        response = self.host.serve(
+            link.broker, request, pending.version, link.proc.group_member_id, link.proc.member_id
+        )
+        if isinstance(response, Deferred):  # a classic JoinGroup or SyncGroup: answered later
+            self.host.when_answered(response.ticket, lambda late: self._respond(link, pending, late))
+            return
         if pending.kind == "hb" and not response.error_code:
-            pending.to_zombie = link.proc.member_id not in self.host.member_ids()
+            pending.to_zombie = link.proc.group_member_id not in self.host.member_ids()
+        self._respond(link, pending, response)
+
+    def _respond(self, link: Link, pending: Pending, response: Any) -> None:
+        if not link.alive:
+            return
         if self._lost():
             link.responses_stuck = True
         delivery = max(self.sched.now + self.latency(), link.last_delivery)

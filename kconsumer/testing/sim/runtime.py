@@ -22,7 +22,7 @@ from ...assignment.builtin import RangeAssignor, UniformAssignor
 from ...client.member import MemberConfig, MemberCore, MemberSession, OffsetReset
 from ...client.member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
 from ...client.member.events import AssignorFinished, Event, RequestFailed, ResponseReceived, Tick
-from ...client.member.model import ClientAssignor
+from ...client.member.model import ClassicSettings, ClientAssignor
 from ...errors import ErrorCode
 from .app import SimApp
 from .brokers import BOOTSTRAP, broker_of
@@ -52,7 +52,9 @@ class SimMember:
         member_id: str,
         instance_id: str | None,
         client_assignors: bool,
+        classic: ClassicSettings | None = None,
     ) -> None:
+        """`classic`: the member speaks the classic protocol with these settings."""
         self.world = world
         self.sched = world.sched
         self.trace = world.trace
@@ -65,7 +67,8 @@ class SimMember:
         self.alive = True
         self.paused_until = 0
         params = world.params
-        server_assignor = None if client_assignors else params.server_assignors[slot]
+        server_assignor = None if client_assignors or classic else params.server_assignors[slot]
+        self.classic = classic
         config = MemberConfig(
             group_id=GROUP,
             instance_id=instance_id,
@@ -78,6 +81,7 @@ class SimMember:
             retry_backoff_ms=100,
             retry_backoff_max_ms=1_000,
             default_api_timeout_ms=10_000,
+            classic=classic,
         )
         self.client_assignors = client_assignors
         self.session = MemberSession(config, BOOTSTRAP, member_id, self.sched.now, rand=world.rng.random)
@@ -90,6 +94,12 @@ class SimMember:
         self._armed_at: int | None = None
         self._tick_ms = -1
         self._ticks_at_ms = 0
+
+    @property
+    def group_member_id(self) -> str:
+        """The member id the coordinator knows it by: the one it generated (consumer protocol),
+        or the one the coordinator gave it (classic)."""
+        return self.session.core.member_id
 
     @property
     def core(self) -> MemberCore:
@@ -231,7 +241,7 @@ class SimMember:
         def failed(code: ErrorCode, text: str) -> None:
             self.handle(RequestFailed(request_id, code, text))
 
-        self.net.send(link, effect.request, effect.version, answered, failed)
+        self.net.send(link, effect.request, effect.version, answered, failed, effect.timeout_ms)
 
     def link_closed(self, link: Link) -> None:
         """The network closed one of this process's connections."""

@@ -53,10 +53,12 @@ def summarize(result: SimResult) -> SeedSummary:
     )
 
 
-def run_summaries(seeds: Iterable[int], only_faults: frozenset[str] | None = None) -> Iterator[SeedSummary]:
+def run_summaries(
+    seeds: Iterable[int], only_faults: frozenset[str] | None = None, protocols: str = "consumer"
+) -> Iterator[SeedSummary]:
     """Simulate `seeds` one after the other."""
     for seed in seeds:
-        yield summarize(run_seed(seed, only_faults=only_faults))
+        yield summarize(run_seed(seed, only_faults=only_faults, protocols=protocols))
 
 
 @dataclass
@@ -139,6 +141,7 @@ def sweep(
     last: int,
     *,
     only_faults: frozenset[str] | None = None,
+    protocols: str = "consumer",
     progress: TextIO | None = None,
     on_failure: Callable[[SeedSummary], None] | None = None,
 ) -> SweepSummary:
@@ -147,7 +150,7 @@ def sweep(
     summary = SweepSummary()
     total = last - first
     step = max(1, total // 200)
-    for i, seed_summary in enumerate(run_summaries(range(first, last), only_faults), start=1):
+    for i, seed_summary in enumerate(run_summaries(range(first, last), only_faults, protocols), start=1):
         summary.add(seed_summary)
         if not seed_summary.ok and on_failure is not None:
             on_failure(seed_summary)
@@ -159,9 +162,9 @@ def sweep(
 # -- Spark ---------------------------------------------------------------------------------------
 
 
-def _partition(seeds: Iterable[int], only: list[str] | None) -> Iterator[SeedSummary]:
+def _partition(seeds: Iterable[int], only: list[str] | None, protocols: str) -> Iterator[SeedSummary]:
     """Runs in a Spark executor: simulate a partition of the seed range."""
-    yield from run_summaries(seeds, None if only is None else frozenset(only))
+    yield from run_summaries(seeds, None if only is None else frozenset(only), protocols)
 
 
 def _package_zip(directory: Path) -> Path:
@@ -182,6 +185,7 @@ def spark_sweep(
     *,
     partitions: int | None = None,
     only_faults: frozenset[str] | None = None,
+    protocols: str = "consumer",
     on_failure: Callable[[SeedSummary], None] | None = None,
 ) -> SweepSummary:
     """Run the seed range as a PySpark job on `master` (``local[*]``, ``local[2]``,
@@ -210,7 +214,7 @@ def spark_sweep(
             slices = partitions or max(context.defaultParallelism * 8, 1)
             only = None if only_faults is None else sorted(only_faults)
             rdd = context.parallelize(range(first, last), min(slices, max(last - first, 1)))
-            for seed_summary in rdd.mapPartitions(lambda seeds: _partition(seeds, only)).collect():
+            for seed_summary in rdd.mapPartitions(lambda seeds: _partition(seeds, only, protocols)).collect():
                 summary.add(seed_summary)
                 if not seed_summary.ok and on_failure is not None:
                     on_failure(seed_summary)

@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...assignment.classic_strategies import CLASSIC_STRATEGIES, is_cooperative
 from ...client.member.events import RequestAssignment
+from ...client.member.model import ClassicSettings
 from .host import CoordinatorHost, coordinator_config
 from .invariants import Checker, Violation
 from .liveness import Convergence, converged, pending_records
@@ -60,6 +62,11 @@ class SimResult:
         return "\n".join(lines)
 
 
+#: What `World`'s members speak: "consumer" (KIP-848 only) or "mixed" (classic members too).
+PROTOCOLS = ("consumer", "mixed")
+CLASSIC_STRATEGY_NAMES = tuple(sorted(CLASSIC_STRATEGIES))
+
+
 class World:
     """Everything one seed simulates; `run()` plays it and returns the `SimResult`."""
 
@@ -70,7 +77,13 @@ class World:
         verbose: bool = False,
         sink: Callable[[str], None] | None = None,
         only_faults: frozenset[str] | None = None,
+        protocols: str = "consumer",
     ) -> None:
+        """`protocols` is "consumer" (every member speaks KIP-848) or "mixed" (some speak the
+        classic protocol, all with one strategy the seed picks; the group converts between the
+        two as members come and go)."""
+        if protocols not in PROTOCOLS:
+            raise ValueError(f"protocols must be one of {PROTOCOLS}, got {protocols!r}")
         self.seed = seed
         self.rng = rng = random.Random(seed)
         self.faults = FaultMix.draw(rng, only_faults)
@@ -103,6 +116,20 @@ class World:
         self.client_slots = frozenset(
             slot for slot in range(params.members) if uses_client and (everyone or rng.random() < 0.5)
         )
+        #: Classic members by slot, with their strategy. Drawn from a generator of their own, so
+        #: that the course of a seed with consumer-protocol members only stays what it was.
+        self.classic_slots: dict[int, ClassicSettings] = {}
+        if protocols == "mixed":
+            self.client_slots = frozenset()  # the classic protocol has no client-side assignors
+            mix = random.Random(f"{seed}:classic")
+            strategy = mix.choice(CLASSIC_STRATEGY_NAMES)
+            settings = ClassicSettings(
+                (strategy,),
+                is_cooperative(strategy),
+                session_timeout_ms=params.session_timeout_ms,
+                heartbeat_interval_ms=params.heartbeat_interval_ms,
+            )
+            self.classic_slots = {slot: settings for slot in range(params.members) if mix.random() < 0.6}
 
     # -- setup --------------------------------------------------------------------------------------
 
@@ -128,10 +155,15 @@ class World:
             str(random_uuid(self.rng)),
             instance,
             slot in self.client_slots,
+            self.classic_slots.get(slot),
         )
         self.slots[slot] = proc
         topics, pattern = self.subscriptions[slot]
-        self.trace.log(self.sched.now, proc.label, f"process starts as {proc.member_id} instance={instance}")
+        classic = self.classic_slots.get(slot)
+        protocol = "" if classic is None else f" classic={classic.strategies[0]}"
+        self.trace.log(
+            self.sched.now, proc.label, f"process starts as {proc.member_id} instance={instance}{protocol}"
+        )
         proc.app.start(topics, pattern)
 
     def _schedule_restart(self, slot: int) -> None:
@@ -399,14 +431,9 @@ class World:
         """How long the drain may take: every member reprocessing all of its partitions from the
         start (nothing committed) at its slowest rate, plus `DRAIN_STALL_MS`."""
         p = self.params
-        group = self.host.group()
         work = 0
-        if group is not None:
-            for member_id in group.members:
-                target = group.target_of(member_id).partitions
-                work = max(
-                    work, sum(self.topics.hw.get((t, n), 0) for t, parts in target.items() for n in parts)
-                )
+        for keys in self.host.assignments().values():
+            work = max(work, sum(self.topics.hw.get(key, 0) for key in keys))
         per_poll_ms = p.poll_gap_ms[1] + p.max_records_per_poll * p.record_cost_ms
         return DRAIN_STALL_MS + -(-work // p.max_records_per_poll) * per_poll_ms
 
@@ -438,6 +465,7 @@ def run_seed(
     verbose: bool = False,
     sink: Callable[[str], None] | None = None,
     only_faults: frozenset[str] | None = None,
+    protocols: str = "consumer",
 ) -> SimResult:
-    """Simulate one seed and return its result."""
-    return World(seed, verbose=verbose, sink=sink, only_faults=only_faults).run()
+    """Simulate one seed and return its result (`protocols`: see `World`)."""
+    return World(seed, verbose=verbose, sink=sink, only_faults=only_faults, protocols=protocols).run()

@@ -1,0 +1,361 @@
+"""The member's side of the classic group protocol (``group.protocol=classic``): JoinGroup,
+SyncGroup, Heartbeat and LeaveGroup, as Kafka's classic consumer runs them (seed 004; KIP-429 for
+the cooperative strategies).
+
+It takes the place of `heartbeats.HeartbeatExchange` in `MemberCore` and answers it the same way:
+the core asks it for "the next request" and acts on its verdicts. From the core's point of view a
+rebalance is one long heartbeat: JoinGroup, then SyncGroup, answered by an `Accepted` that carries
+the new target assignment (by topic id) and the generation as the member epoch; commits carry that
+generation.
+
+The conversation has three phases, in one table (`ALLOWED_PREDECESSORS`):
+
+* JOIN: the next request is a JoinGroup. It goes only once the member owns nothing but `keep`:
+  with an eager strategy nothing at all (every partition is revoked before joining), with a
+  cooperative one the partitions it still owns and may keep. Until then `send` answers
+  `ReleaseBeforeJoin` and the core revokes the rest through its ordinary reconciliation.
+* SYNC: joined; the next request is the SyncGroup (the leader's carries every member's
+  assignment, which the session computes).
+* STABLE: heartbeats every ``heartbeat.interval.ms``. REBALANCE_IN_PROGRESS, a changed
+  subscription or (cooperative) partitions revoked by the last assignment send it back to JOIN.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ...errors import ErrorCode
+from ...protocol.consumer_protocol import (
+    ConsumerSubscription,
+    ConsumerTopicPartitions,
+    encode_consumer_protocol,
+)
+from ...protocol.messages.classic_group import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+)
+from ...protocol.schema import Message
+from ...protocol.uuid import Uuid
+from .backoff import ExponentialBackoff
+from .effects import ClassicApi, SendClassicRequest
+from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
+from .heartbeat_request import REGEX_VERSION
+from .heartbeats import LeaveAnswered, Rejected, Verdict
+from .model import (
+    AssignmentMetadata,
+    ClassicMember,
+    ClassicSettings,
+    ClientAssignor,
+    Ids,
+    MemberConfig,
+    Subscription,
+    TopicIdPartition,
+)
+from .schedule import HeartbeatSchedule
+
+#: What a waiting JoinGroup or SyncGroup is given on top of the rebalance timeout.
+_JOIN_GRACE_MS = 5_000
+#: The protocol type of consumer groups in JoinGroup.
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class ClassicPhase(enum.Enum):
+    """Where the member stands in the classic rebalance conversation (module docstring)."""
+
+    JOIN = "join"
+    SYNC = "sync"
+    STABLE = "stable"
+
+
+P = ClassicPhase
+
+#: Allowed predecessors of every phase (staying is always allowed).
+ALLOWED_PREDECESSORS: Mapping[ClassicPhase, frozenset[ClassicPhase]] = {
+    P.JOIN: frozenset({P.SYNC, P.STABLE}),
+    P.SYNC: frozenset({P.JOIN}),
+    P.STABLE: frozenset({P.SYNC}),
+}
+
+
+@dataclass(frozen=True)
+class ClassicAccepted:
+    """A classic answer that moves the member on: a SyncGroup's assignment (`target`), or a
+    Heartbeat without error (`target` None). The same reading as `heartbeats.Accepted`."""
+
+    member_id: str
+    member_epoch: int
+    target: dict[Uuid, list[int]] | None = None
+    assignment_metadata: AssignmentMetadata | None = None
+    pending: dict[Uuid, list[int]] = field(default_factory=dict)
+    should_compute_assignment: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseBeforeJoin:
+    """The member must give up everything but `keep` (by topic id) before it may join."""
+
+    keep: dict[Uuid, list[int]]
+
+
+class ClassicExchange:
+    """Timing, contents and answers of the member's classic group requests."""
+
+    def __init__(self, config: MemberConfig, backoff: ExponentialBackoff, ids: Ids) -> None:
+        assert config.classic is not None
+        self._config = config
+        self._settings: ClassicSettings = config.classic
+        self._ids = ids
+        self.schedule = HeartbeatSchedule(backoff)
+        #: The core checks features by heartbeat version: everything the classic path offers.
+        self.version = REGEX_VERSION
+        #: The member takes the id the coordinator gives it.
+        self.adopts_member_id = True
+        #: The subscription the last JoinGroup carried.
+        self.announced: Subscription | None = None
+        self.phase = P.JOIN
+        self.member_id = ""
+        self.generation = -1
+        #: What the member may still own when it joins, by (topic id, partition); None: whatever
+        #: it owns of its subscribed topics then (cooperative only).
+        self._keep: frozenset[tuple[Uuid, int]] | None = frozenset()
+        self._joined_with: frozenset[TopicIdPartition] = frozenset()
+        self._release_asked = False
+        self._protocol = ""
+        self._members: tuple[ClassicMember, ...] = ()
+        self._in_flight: ClassicApi | None = None
+        self._changed = False
+
+    # -- the phase ------------------------------------------------------------------------------
+
+    def _to(self, phase: ClassicPhase) -> None:
+        if phase is not self.phase and self.phase not in ALLOWED_PREDECESSORS[phase]:
+            raise AssertionError(f"classic phase {self.phase.value} -> {phase.value} is not allowed")
+        self.phase = phase
+
+    def _rejoin(self, keep: frozenset[tuple[Uuid, int]] | None = None) -> None:
+        """Back to JOIN, keeping `keep` at most (None: what it owns then); eager: nothing."""
+        self._keep = keep if self._settings.cooperative else frozenset()
+        self._release_asked = False
+        self._to(P.JOIN)
+
+    # -- the core's questions -------------------------------------------------------------------
+
+    @property
+    def urgent(self) -> bool:
+        """Joining and syncing go at once (not while the member revokes before joining), and so
+        does the request after a change."""
+        return (self.phase is not P.STABLE and not self._release_asked) or self._changed
+
+    @urgent.setter
+    def urgent(self, value: bool) -> None:
+        """A change the coordinator must hear about (a new subscription) takes a rejoin, which
+        `send` starts when it sees the subscription differ from the announced one."""
+        self._changed = value
+
+    def due_at(self, urgent: bool) -> int | None:
+        """When the next request may go (None while one is in flight)."""
+        return self.schedule.due_at(urgent or self.urgent)
+
+    def send(
+        self,
+        now_ms: int,
+        member_id: str,
+        member_epoch: int,
+        subscription: Subscription | None,
+        owned: Iterable[TopicIdPartition],
+        client_assignors: tuple[ClientAssignor, ...],
+    ) -> SendClassicRequest | ReleaseBeforeJoin | None:
+        """The next request, recorded as in flight; or what the member must release first (once,
+        then None until it did)."""
+        owned = frozenset(owned)
+        self._changed = False
+        subscription = subscription or self.announced or Subscription()
+        if self.phase is P.STABLE and self.announced is not None and subscription != self.announced:
+            self._rejoin()
+        if self.phase is P.JOIN:
+            keep = self._keep
+            if keep is None:
+                keep = frozenset(tp.key for tp in owned if tp.topic in subscription.topics)
+            if not {tp.key for tp in owned} <= keep:
+                if self._release_asked:  # revoking: heartbeats keep the session meanwhile
+                    return self._sent(now_ms, ClassicApi.HEARTBEAT, self._heartbeat_request())
+                self._release_asked = True
+                return ReleaseBeforeJoin(_by_topic_id(tp for tp in owned if tp.key in keep))
+            self._release_asked = False
+            self.announced = subscription
+            self._joined_with = owned
+            return self._sent(now_ms, ClassicApi.JOIN, self._join_request(subscription, owned))
+        if self.phase is P.SYNC:
+            request = SyncGroupRequest(
+                group_id=self._config.group_id,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=self._config.instance_id,
+                protocol_type=CONSUMER_PROTOCOL_TYPE,
+                protocol_name=self._protocol,
+                assignments=[],
+            )
+            return self._sent(now_ms, ClassicApi.SYNC, request, self._members, self._protocol)
+        return self._sent(now_ms, ClassicApi.HEARTBEAT, self._heartbeat_request())
+
+    def _heartbeat_request(self) -> HeartbeatRequest:
+        return HeartbeatRequest(
+            group_id=self._config.group_id,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self._config.instance_id,
+        )
+
+    def _join_request(
+        self, subscription: Subscription, owned: frozenset[TopicIdPartition]
+    ) -> JoinGroupRequest:
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(owned, key=lambda tp: (tp.topic, tp.partition)):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        metadata = encode_consumer_protocol(
+            ConsumerSubscription(
+                topics=sorted(set(subscription.topics)),
+                user_data=None,
+                owned_partitions=[
+                    ConsumerTopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()
+                ],
+                generation_id=self.generation,
+                rack_id=self._config.rack_id,
+            )
+        )
+        settings = self._settings
+        return JoinGroupRequest(
+            group_id=self._config.group_id,
+            session_timeout_ms=settings.session_timeout_ms,
+            rebalance_timeout_ms=self._config.rebalance_timeout_ms,
+            member_id=self.member_id,
+            group_instance_id=self._config.instance_id,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocols=[
+                JoinGroupRequestProtocol(name=name, metadata=metadata) for name in settings.strategies
+            ],
+        )
+
+    def send_leave(self, now_ms: int, *, member_id: str, member_epoch: int) -> SendClassicRequest:
+        """The LeaveGroup, recorded as in flight. A static member, or one that never got an id,
+        sends none (the effect carries no request; the session answers it at once)."""
+        request = None
+        if self._config.instance_id is None and self.member_id:
+            request = LeaveGroupRequest(
+                group_id=self._config.group_id,
+                members=[
+                    MemberIdentity(member_id=self.member_id, reason="the consumer is leaving the group")
+                ],
+            )
+        return self._sent(now_ms, ClassicApi.LEAVE, request, leave=True)
+
+    def _sent(
+        self,
+        now_ms: int,
+        api: ClassicApi,
+        request: Message | None,
+        members: tuple[ClassicMember, ...] = (),
+        strategy: str = "",
+        leave: bool = False,
+    ) -> SendClassicRequest:
+        request_id = self._ids.next()
+        self.schedule.sent(request_id, now_ms, self.generation, leave=leave)
+        self._in_flight = api
+        # Kafka's consumer gives a JoinGroup the rebalance timeout and 5 s more; a SyncGroup
+        # waits for the leader's assignment just as long.
+        waits = api in (ClassicApi.JOIN, ClassicApi.SYNC)
+        timeout = self._config.rebalance_timeout_ms + _JOIN_GRACE_MS if waits else None
+        return SendClassicRequest(request_id, api, request, members, strategy, timeout)
+
+    # -- answers --------------------------------------------------------------------------------
+
+    def answer(
+        self,
+        event: ClassicResponseReceived | HeartbeatFailed | HeartbeatResponseReceived,
+        now_ms: int,
+    ) -> Verdict | ClassicAccepted | None:
+        """What an answer means (None: nothing for the core, or not the request in flight)."""
+        schedule = self.schedule
+        if event.request_id != schedule.in_flight or isinstance(event, HeartbeatResponseReceived):
+            return None
+        api, self._in_flight = self._in_flight, None
+        assert api is not None
+        if schedule.in_flight_leave:
+            schedule.succeeded(self._settings.heartbeat_interval_ms)
+            return LeaveAnswered()
+        if isinstance(event, HeartbeatFailed):
+            if api is ClassicApi.SYNC:
+                self._rejoin()  # Kafka's consumer rejoins after a failed sync
+            return Rejected(event.error, event.message, self.generation)
+        code = event.error
+        if code is ErrorCode.NONE:
+            schedule.succeeded(self._settings.heartbeat_interval_ms)
+            return _ANSWERED[api](self, event)
+        if code is ErrorCode.MEMBER_ID_REQUIRED and api is ClassicApi.JOIN:
+            self.member_id = event.member_id  # KIP-394: join again at once with this id
+            schedule.failed_no_backoff()
+            return None
+        if code is ErrorCode.REBALANCE_IN_PROGRESS:
+            schedule.succeeded(self._settings.heartbeat_interval_ms)
+            if self.phase is not P.JOIN:
+                self._rejoin()
+            return ClassicAccepted(self.member_id, self.generation) if api is ClassicApi.HEARTBEAT else None
+        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+            self.member_id = ""
+        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self.generation = -1
+        return Rejected(code, event.message, self.generation)
+
+    def _joined(self, event: ClassicResponseReceived) -> ClassicAccepted | None:
+        self.member_id = event.member_id or self.member_id
+        self.generation = event.generation
+        self._protocol = event.protocol_name or ""
+        self._members = event.members if event.leader_id == self.member_id else ()
+        self._to(P.SYNC)
+        return None  # the SyncGroup goes next
+
+    def _synced(self, event: ClassicResponseReceived) -> ClassicAccepted:
+        target = {tid: sorted(parts) for tid, parts in (event.assignment or {}).items() if parts}
+        assigned = frozenset((tid, p) for tid, parts in target.items() for p in parts)
+        self._to(P.STABLE)
+        if self._settings.cooperative and any(tp.key not in assigned for tp in self._joined_with):
+            self._rejoin(assigned)  # KIP-429: rejoin once the revoked partitions are given up
+        return ClassicAccepted(self.member_id, self.generation, target)
+
+    def _beat(self, event: ClassicResponseReceived) -> ClassicAccepted:
+        return ClassicAccepted(self.member_id, self.generation)
+
+    def full_next(self) -> None:
+        """(Re)joining from scratch (first join, after a fence or a stale poll)."""
+        self._keep = frozenset()
+        self._release_asked = False
+        self.phase = P.JOIN
+
+    def rejected(self, now_ms: int, *, backoff: bool) -> None:
+        """After a rejection: back off (unless fenced: rejoin at once)."""
+        if backoff:
+            self.schedule.failed(now_ms)
+        else:
+            self.schedule.failed_no_backoff()
+
+
+def _by_topic_id(partitions: Iterable[TopicIdPartition]) -> dict[Uuid, list[int]]:
+    target: dict[Uuid, list[int]] = {}
+    for tp in partitions:
+        target.setdefault(tp.topic_id, []).append(tp.partition)
+    return {tid: sorted(parts) for tid, parts in target.items()}
+
+
+_ANSWERED = {
+    ClassicApi.JOIN: ClassicExchange._joined,
+    ClassicApi.SYNC: ClassicExchange._synced,
+    ClassicApi.HEARTBEAT: ClassicExchange._beat,
+}
+
+__all__ = ["ClassicAccepted", "ClassicExchange", "ClassicPhase", "ReleaseBeforeJoin"]

@@ -1,0 +1,228 @@
+"""The member core with ``group.protocol=classic``: the JoinGroup/SyncGroup/Heartbeat/LeaveGroup
+conversation (seed 004) with eager and cooperative (KIP-429) rebalancing, driven with a fake clock.
+
+What these pin down: an eager member revokes everything before it sends its JoinGroup; a
+cooperative one joins at once reporting what it owns, revokes what the new assignment leaves out
+and rejoins once that is done; commits carry the generation; fencing errors lose the partitions;
+a static member does not send LeaveGroup."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from member_driver import MEMBER_ID, TOPIC_IDS, Driver, tps
+
+from kconsumer.client.member import MemberState
+from kconsumer.client.member.effects import (
+    ClassicApi,
+    CommitOffsets,
+    Effect,
+    InvokeCallback,
+    ReportError,
+    SendClassicRequest,
+)
+from kconsumer.client.member.events import ClassicResponseReceived, Close, CommitRequested, Subscribe
+from kconsumer.client.member.model import LISTENER_CALLBACKS, CallbackKind, ClassicMember, ClassicSettings
+from kconsumer.errors import ErrorCode
+from kconsumer.protocol.consumer_protocol import ConsumerSubscription, decode_consumer_protocol
+from kconsumer.protocol.messages.classic_group import JoinGroupRequest
+
+S = MemberState
+INTERVAL = 1_000
+
+
+def classic(cooperative: bool = False, **config: Any) -> Driver:
+    strategy = "cooperative-sticky" if cooperative else "range"
+    settings = ClassicSettings(
+        (strategy,), cooperative, session_timeout_ms=10_000, heartbeat_interval_ms=INTERVAL
+    )
+    return Driver(member_id=MEMBER_ID, classic=settings, **config)
+
+
+def in_flight(driver: Driver) -> SendClassicRequest:
+    pending = driver.pending(SendClassicRequest)
+    assert len(pending) == 1, pending
+    return pending[0]
+
+
+def answer(driver: Driver, **fields: Any) -> list[Effect]:
+    request = in_flight(driver)
+    driver.answered.add(request.request_id)
+    return driver.send(ClassicResponseReceived(request.request_id, **fields))
+
+
+def by_id(spec: Mapping[str, Iterable[int]]) -> dict[Any, tuple[int, ...]]:
+    return {TOPIC_IDS[t]: tuple(p) for t, p in spec.items()}
+
+
+def owned_in_join(request: SendClassicRequest) -> dict[str, list[int]]:
+    assert request.api is ClassicApi.JOIN and isinstance(request.request, JoinGroupRequest)
+    subscription = decode_consumer_protocol(ConsumerSubscription, request.request.protocols[0].metadata)[0]
+    return {o.topic: sorted(o.partitions) for o in subscription.owned_partitions}
+
+
+def callbacks(effects: Iterable[Effect], kind: CallbackKind) -> list[tuple[str, int]]:
+    return [
+        (p.topic, p.partition)
+        for e in effects
+        if isinstance(e, InvokeCallback) and e.kind is kind
+        for p in e.partitions
+    ]
+
+
+def join(driver: Driver, assignment: Mapping[str, Iterable[int]], generation: int = 1) -> list[Effect]:
+    """Subscribe to foo, join (as the leader), sync `assignment`, reconcile: STABLE."""
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    return rejoin(driver, assignment, generation)
+
+
+def rejoin(driver: Driver, assignment: Mapping[str, Iterable[int]], generation: int) -> list[Effect]:
+    effects = answer(driver, member_id="m-1", generation=generation, protocol_name="range", leader_id="m-1")
+    sync = in_flight(driver)
+    assert sync.api is ClassicApi.SYNC
+    effects += answer(driver, assignment=by_id(assignment))
+    driver.settle()
+    acknowledge(driver)
+    return effects + driver.all
+
+
+def acknowledge(driver: Driver) -> None:
+    """Answer the Heartbeat a finished reconciliation sends at once (if it was the last step)."""
+    pending = driver.pending(SendClassicRequest)
+    if pending and pending[0].api is ClassicApi.HEARTBEAT:
+        answer(driver)
+
+
+def test_join_sync_and_heartbeat_with_member_id_required() -> None:
+    driver = classic()
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    first = in_flight(driver)
+    assert first.api is ClassicApi.JOIN and isinstance(first.request, JoinGroupRequest)
+    assert first.request.member_id == "" and first.request.protocol_type == "consumer"
+    assert [p.name for p in first.request.protocols] == ["range"]
+    answer(driver, error=ErrorCode.MEMBER_ID_REQUIRED, member_id="m-1")
+    again = in_flight(driver)  # at once, with the id the coordinator gave
+    assert again.api is ClassicApi.JOIN and isinstance(again.request, JoinGroupRequest)
+    assert again.request.member_id == "m-1"
+    members = (ClassicMember("m-1", None, first.request.protocols[0].metadata),)
+    answer(driver, member_id="m-1", generation=3, protocol_name="range", leader_id="m-1", members=members)
+    sync = in_flight(driver)
+    assert sync.api is ClassicApi.SYNC and sync.members == members and sync.strategy == "range"
+    assert driver.state is S.JOINING
+    answer(driver, assignment=by_id({"foo": [0, 1]}))
+    driver.metadata()
+    driver.settle()
+    assert driver.state is S.STABLE
+    assert driver.core.member_id == "m-1" and driver.core.member_epoch == 3
+    assert driver.core.assignment == tps({"foo": [0, 1]})
+    assert callbacks(driver.all, CallbackKind.ASSIGNED) == [("foo", 0), ("foo", 1)]
+    acknowledge(driver)
+    assert not driver.pending(SendClassicRequest)
+    driver.advance(INTERVAL)
+    beat = in_flight(driver)
+    assert beat.api is ClassicApi.HEARTBEAT
+    assert beat.request is not None and beat.request.generation_id == 3  # type: ignore[attr-defined]
+    driver.send(CommitRequested(token=7, offsets=None, sync=False))
+    commit = driver.pending(CommitOffsets)[-1]
+    assert (commit.member_id, commit.member_epoch) == ("m-1", 3)  # the generation
+
+
+def test_eager_member_revokes_everything_before_it_rejoins() -> None:
+    driver = classic()
+    join(driver, {"foo": [0, 1]})
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.REBALANCE_IN_PROGRESS)
+    assert not driver.pending(SendClassicRequest), "no JoinGroup while it still owns partitions"
+    driver.settle()
+    assert callbacks(driver.all, CallbackKind.REVOKED) == [("foo", 0), ("foo", 1)]
+    request = in_flight(driver)
+    assert owned_in_join(request) == {}
+    assert driver.core.assignment == ()
+    before = len(driver.all)
+    rejoin(driver, {"foo": [1]}, generation=2)
+    assert callbacks(driver.all[before:], CallbackKind.ASSIGNED) == [("foo", 1)]
+    assert driver.core.assignment == tps({"foo": [1]}) and driver.core.member_epoch == 2
+
+
+def test_cooperative_member_keeps_what_it_may_and_rejoins_after_revoking() -> None:
+    driver = classic(cooperative=True)
+    join(driver, {"foo": [0, 1, 2]})
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.REBALANCE_IN_PROGRESS)
+    request = in_flight(driver)  # at once: it keeps consuming while the group rebalances
+    assert owned_in_join(request) == {"foo": [0, 1, 2]}
+    before = len(driver.all)
+    answer(driver, member_id="m-1", generation=2, protocol_name="cooperative-sticky", leader_id="other")
+    assert in_flight(driver).members == ()  # not the leader
+    answer(driver, assignment=by_id({"foo": [0]}))
+    assert not driver.pending(SendClassicRequest), "no JoinGroup before 1 and 2 are revoked"
+    driver.settle()
+    assert callbacks(driver.all[before:], CallbackKind.REVOKED) == [("foo", 1), ("foo", 2)]
+    assert callbacks(driver.all[before:], CallbackKind.LOST) == []
+    second = in_flight(driver)  # KIP-429: the second rebalance, once 1 and 2 are given up
+    assert owned_in_join(second) == {"foo": [0]}
+    before = len(driver.all)
+    rejoin(driver, {"foo": [0]}, generation=3)
+    assert callbacks(driver.all[before:], CallbackKind.REVOKED) == []
+    assert driver.state is S.STABLE and driver.core.assignment == tps({"foo": [0]})
+    assert not driver.pending(SendClassicRequest)
+
+
+def test_illegal_generation_loses_the_partitions_and_rejoins_with_the_same_id() -> None:
+    driver = classic()
+    join(driver, {"foo": [0]})
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.ILLEGAL_GENERATION)
+    driver.settle()
+    assert callbacks(driver.all, CallbackKind.LOST) == [("foo", 0)]
+    request = in_flight(driver)
+    assert request.api is ClassicApi.JOIN and request.request.member_id == "m-1"  # type: ignore[union-attr]
+
+
+def test_unknown_member_id_rejoins_without_an_id() -> None:
+    driver = classic()
+    join(driver, {"foo": [0]})
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.UNKNOWN_MEMBER_ID)
+    driver.settle()
+    request = in_flight(driver)
+    assert request.api is ClassicApi.JOIN and request.request.member_id == ""  # type: ignore[union-attr]
+
+
+def test_fenced_instance_id_is_fatal() -> None:
+    driver = classic(instance_id="i-1")
+    join(driver, {"foo": [0]})
+    driver.advance(INTERVAL)
+    effects = answer(driver, error=ErrorCode.FENCED_INSTANCE_ID)
+    assert driver.state is S.FATAL
+    assert any(isinstance(e, ReportError) and e.fatal for e in effects)
+
+
+def test_a_dynamic_member_leaves_and_a_static_one_does_not() -> None:
+    for instance_id, sends in ((None, True), ("i-1", False)):
+        driver = classic(instance_id=instance_id)
+        join(driver, {"foo": [0]})
+        driver.send(Close())
+        driver.settle()
+        leave = in_flight(driver)
+        assert leave.api is ClassicApi.LEAVE
+        assert (leave.request is not None) is sends
+        answer(driver)
+        assert driver.state is S.UNSUBSCRIBED
+
+
+def test_a_subscription_change_makes_an_eager_member_revoke_and_rejoin() -> None:
+    driver = classic()
+    join(driver, {"foo": [0]})
+    driver.send(Subscribe(topics=("foo", "bar"), callbacks=LISTENER_CALLBACKS))
+    driver.settle()
+    assert callbacks(driver.all, CallbackKind.REVOKED) == [("foo", 0)]
+    request = in_flight(driver)
+    assert request.api is ClassicApi.JOIN
+    subscription = decode_consumer_protocol(
+        ConsumerSubscription,
+        request.request.protocols[0].metadata,  # type: ignore[union-attr]
+    )[0]
+    assert subscription.topics == ["bar", "foo"] and subscription.generation_id == 1
