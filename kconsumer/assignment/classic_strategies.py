@@ -131,7 +131,7 @@ class CooperativeStickyStrategy(PartitionAssignor):
         for key in sorted(k for k, candidates in eligible.items() if candidates and k not in held):
             target = min(eligible[key], key=lambda m: (len(load[m]), _order(spec.members[m])))
             load[target].append(key)
-        _balance(spec, eligible, load)
+        _balance(spec, eligible, load, claims)
         # Cooperative: nothing another member still reports owning is handed over in this
         # rebalance (a member may keep what it claims itself, even when another claims it too).
         final = {
@@ -189,15 +189,26 @@ def _trim_to_shares(
 
 
 def _balance(
-    spec: AssignmentSpec, eligible: Mapping[TopicPartition, list[str]], load: dict[str, list[TopicPartition]]
+    spec: AssignmentSpec,
+    eligible: Mapping[TopicPartition, list[str]],
+    load: dict[str, list[TopicPartition]],
+    claims: Mapping[TopicPartition, list[tuple[int, str]]],
 ) -> None:
     """Move partitions from a member to a less loaded subscriber while that narrows the gap by
-    two or more (heterogeneous subscriptions end as even as their overlap allows)."""
+    two or more (heterogeneous subscriptions end as even as their overlap allows). A member
+    gives up partitions it does not own yet before those it owns (sticky: an assignment is a
+    fixed point of the next rebalance)."""
+
+    def owns(member: str, key: TopicPartition) -> bool:
+        return any(claimant == member for _generation, claimant in claims.get(key, ()))
+
     moved = True
     while moved:
         moved = False
         for giver in sorted(load, key=lambda m: (-len(load[m]), _order(spec.members[m]))):
-            for key in sorted(load[giver], reverse=True):
+            candidates = sorted(load[giver], reverse=True)
+            candidates.sort(key=lambda key: owns(giver, key))  # stable: not owned first
+            for key in candidates:
                 taker = min(eligible[key], key=lambda m: (len(load[m]), _order(spec.members[m])))
                 if len(load[taker]) + 1 < len(load[giver]):
                     load[giver].remove(key)

@@ -352,11 +352,14 @@ class ConsumerConfig:
         if not self.classic:
             return None
         strategies = self.partition_assignment_strategy
+        refresh = self.librdkafka_passthrough.get("topic.metadata.refresh.interval.ms", 300_000)
         return ClassicSettings(
             strategies=strategies,
             cooperative=is_cooperative(strategies[0]),
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
+            # librdkafka's key (also given to the fetch handle); -1 there means never: 5 minutes
+            metadata_refresh_ms=int(refresh) if int(refresh) > 0 else 300_000,
         )
 
     def librdkafka_config(self) -> dict[str, Any]:

@@ -236,3 +236,28 @@ def test_cooperative_sticky_hands_over_nothing_still_owned_and_converges(spec: A
     if homogeneous:
         counts = [a.count for a in second.members.values()]
         assert max(counts) - min(counts) <= 1, counts
+
+
+def test_cooperative_sticky_keeps_owned_partitions_when_it_balances() -> None:
+    """Found by the property above: balancing gave away a partition its member owned (and so
+    withheld it) instead of one it was only just given, and the follow-up left it unassigned."""
+    topics = {name: AssignmentTopicMetadata(name, n) for name, n in (("t0", 3), ("t1", 1), ("t2", 3))}
+    subscriptions = {"m0": {"t0", "t1", "t2"}, "m1": {"t0", "t1"}, "m2": {"t0"}}
+
+    def spec(owned: dict[str, dict[str, tuple[int, ...]]], generation: int) -> AssignmentSpec:
+        members = {
+            m: AssignmentMemberSpec(
+                m, None, None, frozenset(subs), 0, MemberMetadata(-1), owned.get(m, {}), generation
+            )
+            for m, subs in subscriptions.items()
+        }
+        return AssignmentSpec(members=members, topics=topics)
+
+    first = CooperativeStickyStrategy().assign(spec({"m0": {"t0": (0,), "t1": (0,)}}, 0))
+    owned = {m: dict(a.partitions) for m, a in first.members.items()}
+    second = CooperativeStickyStrategy().assign(spec(owned, 1))
+    assigned = {(t, p) for a in second.members.values() for t, ps in a.partitions.items() for p in ps}
+    assert assigned == {(t, p) for t, meta in topics.items() for p in range(meta.num_partitions)}
+    for member, partitions in owned.items():
+        for topic, kept in partitions.items():
+            assert set(kept) <= set(second.members[member].partitions.get(topic, ()))

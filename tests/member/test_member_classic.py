@@ -19,10 +19,17 @@ from kconsumer.client.member.effects import (
     CommitOffsets,
     Effect,
     InvokeCallback,
+    RefreshMetadata,
     ReportError,
     SendClassicRequest,
 )
-from kconsumer.client.member.events import ClassicResponseReceived, Close, CommitRequested, Subscribe
+from kconsumer.client.member.events import (
+    ClassicResponseReceived,
+    Close,
+    CommitRequested,
+    MetadataUpdated,
+    Subscribe,
+)
 from kconsumer.client.member.model import LISTENER_CALLBACKS, CallbackKind, ClassicMember, ClassicSettings
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.consumer_protocol import ConsumerSubscription, decode_consumer_protocol
@@ -35,7 +42,11 @@ INTERVAL = 1_000
 def classic(cooperative: bool = False, **config: Any) -> Driver:
     strategy = "cooperative-sticky" if cooperative else "range"
     settings = ClassicSettings(
-        (strategy,), cooperative, session_timeout_ms=10_000, heartbeat_interval_ms=INTERVAL
+        (strategy,),
+        cooperative,
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=INTERVAL,
+        metadata_refresh_ms=5_000,
     )
     return Driver(member_id=MEMBER_ID, classic=settings, **config)
 
@@ -226,3 +237,17 @@ def test_a_subscription_change_makes_an_eager_member_revoke_and_rejoin() -> None
         request.request.protocols[0].metadata,  # type: ignore[union-attr]
     )[0]
     assert subscription.topics == ["bar", "foo"] and subscription.generation_id == 1
+
+
+def test_a_topic_created_again_or_grown_makes_the_member_rejoin() -> None:
+    driver = classic(cooperative=True)
+    join(driver, {"foo": [0]})
+    names = {tid: name for name, tid in TOPIC_IDS.items()}
+    driver.send(MetadataUpdated(names, {"foo": 2}))  # as it was at the assignment: nothing to do
+    assert not driver.pending(SendClassicRequest)
+    refreshes = [e for e in driver.advance(5_000) if isinstance(e, RefreshMetadata)]
+    assert refreshes and refreshes[0].topic_names == ("foo",)  # every metadata_refresh_ms
+    acknowledge(driver)
+    driver.send(MetadataUpdated(names, {"foo": 3}))  # foo grew: the leader must assign it anew
+    request = in_flight(driver)
+    assert request.api is ClassicApi.JOIN and owned_in_join(request) == {"foo": [0]}

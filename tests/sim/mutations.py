@@ -13,6 +13,7 @@ import pytest
 
 from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import reconciliation
+from kconsumer.broker.coordinator.classic import in_consumer_group
 from kconsumer.client.member import MemberCore
 from kconsumer.client.member.commits import CommitManager, CommitOutput, _Commit
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
@@ -71,6 +72,31 @@ def coordinator_never_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 #: Each mutation with the violation kinds it must produce (any of them).
+def coordinator_syncs_classic_members_with_their_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classic member inside a consumer group gets its whole target from SyncGroup, partitions
+    their previous owners have not released yet included."""
+    original = in_consumer_group.sync
+
+    def sync(ctx: Any, group: Any, request: Any) -> Any:
+        response = original(ctx, group, request)
+        member = group.members.get(request.member_id)
+        if response.error_code or member is None or member.metadata.classic is None:
+            return response
+        target = group.target_of(member.member_id).partitions
+        encoded = in_consumer_group.encode_assignment(ctx.image, target, member.metadata.classic.metadata)
+        return response.replace(assignment=encoded)
+
+    monkeypatch.setattr(in_consumer_group, "sync", sync)
+
+
+#: Mutations that need classic members: run with ``protocols="mixed"``.
+MIXED_MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
+    "coordinator_syncs_classic_members_with_their_target": (
+        coordinator_syncs_classic_members_with_their_target,
+        frozenset({"double-fetch", "double-hold", "fetch-not-owner", "hold-not-owner"}),
+    ),
+}
+
 MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_releases_before_ack": (
         coordinator_releases_before_ack,

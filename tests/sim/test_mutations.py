@@ -4,7 +4,7 @@ small range reports the violation it must cause, and that seed reproduces it."""
 from __future__ import annotations
 
 import pytest
-from mutations import MUTATIONS
+from mutations import MIXED_MUTATIONS, MUTATIONS
 
 from kconsumer.testing.sim import run_seed
 
@@ -12,13 +12,20 @@ from kconsumer.testing.sim import run_seed
 BUDGET = 120
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
-def test_mutation_is_caught_with_a_reproducing_seed(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    mutate, kinds = MUTATIONS[name]
+_CASES = [(name, "consumer") for name in sorted(MUTATIONS)] + [
+    (name, "mixed") for name in sorted(MIXED_MUTATIONS)
+]
+
+
+@pytest.mark.parametrize(("name", "protocols"), _CASES)
+def test_mutation_is_caught_with_a_reproducing_seed(
+    name: str, protocols: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mutate, kinds = {**MUTATIONS, **MIXED_MUTATIONS}[name]
     mutate(monkeypatch)
     found = None
     for seed in range(BUDGET):
-        result = run_seed(seed)
+        result = run_seed(seed, protocols=protocols)
         if result.violations:
             found = result
             break
@@ -27,7 +34,7 @@ def test_mutation_is_caught_with_a_reproducing_seed(name: str, monkeypatch: pyte
     report = found.report()
     assert f"seed {found.seed}: VIOLATION" in report and found.faults.describe() in report
     assert f"--seed {found.seed}" in report and found.tail[-1] in report
-    again = run_seed(found.seed)  # the seed reproduces it, step for step
+    again = run_seed(found.seed, protocols=protocols)  # the seed reproduces it, step for step
     assert again.trace_hash == found.trace_hash and again.violations == found.violations
     monkeypatch.undo()
-    assert run_seed(found.seed).ok, f"{name}: seed {found.seed} fails without the mutation too"
+    assert run_seed(found.seed, protocols=protocols).ok, f"{name}: seed {found.seed} fails without it too"

@@ -22,6 +22,18 @@ def test_seed_range_passes(first: int, last: int) -> None:
     assert summary.ok, f"{len(summary.failures)} seeds violate invariants:\n{reports}"
 
 
+#: Seeds with classic members next to consumer-protocol ones (``--protocols mixed``).
+MIXED_CHUNKS = [(start, start + 50) for start in range(0, 100, 50)]
+
+
+@pytest.mark.parametrize(("first", "last"), MIXED_CHUNKS, ids=[f"mixed-{a}-{b - 1}" for a, b in MIXED_CHUNKS])
+def test_mixed_seed_range_passes(first: int, last: int) -> None:
+    summary = sweep(first, last, protocols="mixed")
+    reports = "\n\n".join(f.report or "" for f in summary.failures)
+    assert summary.ok, f"{len(summary.failures)} seeds violate invariants:\n{reports}"
+    assert summary.totals["classic_members"] > 0, "no classic member ran"
+
+
 def test_the_budget_covers_every_fault() -> None:
     total = SweepSummary()
     for first, last in CHUNKS:

@@ -43,7 +43,7 @@ from ...protocol.messages.classic_group import (
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff
-from .effects import ClassicApi, SendClassicRequest
+from .effects import ClassicApi, RefreshMetadata, SendClassicRequest
 from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat_request import REGEX_VERSION
 from .heartbeats import LeaveAnswered, Rejected, Verdict
@@ -130,6 +130,9 @@ class ClassicExchange:
         self._members: tuple[ClassicMember, ...] = ()
         self._in_flight: ClassicApi | None = None
         self._changed = False
+        self._refreshed_at: int | None = None
+        #: The subscribed topics' (id, partition count) when the last assignment arrived.
+        self._synced_view: dict[str, tuple[Uuid | None, int | None]] | None = None
 
     # -- the phase ------------------------------------------------------------------------------
 
@@ -317,6 +320,7 @@ class ClassicExchange:
         self.generation = event.generation
         self._protocol = event.protocol_name or ""
         self._members = event.members if event.leader_id == self.member_id else ()
+        self._synced_view = None
         self._to(P.SYNC)
         return None  # the SyncGroup goes next
 
@@ -330,6 +334,39 @@ class ClassicExchange:
 
     def _beat(self, event: ClassicResponseReceived) -> ClassicAccepted:
         return ClassicAccepted(self.member_id, self.generation)
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    def timers(self, now_ms: int, subscription: Subscription | None) -> list[RefreshMetadata]:
+        """Re-read the subscribed topics' metadata every ``metadata_refresh_ms`` in the group."""
+        if subscription is None or not subscription.topics:
+            self._refreshed_at = None
+            return []
+        if self._refreshed_at is None:
+            self._refreshed_at = now_ms
+        if now_ms < self._refreshed_at + self._settings.metadata_refresh_ms:
+            return []
+        self._refreshed_at = now_ms
+        return [RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics))))]
+
+    def next_refresh(self, in_group: bool) -> int | None:
+        """When `timers` refreshes next (None: not in the group)."""
+        if not in_group or self._refreshed_at is None:
+            return None
+        return self._refreshed_at + self._settings.metadata_refresh_ms
+
+    def learn_metadata(self, names: Mapping[Uuid, str], partition_counts: Mapping[str, int]) -> None:
+        """Metadata arrived. A member whose subscribed topics changed (a new id: deleted and
+        created again; another partition count) since its assignment rejoins, so that the leader
+        assigns them as they are now (Kafka's leader does this for partition counts)."""
+        topics = self.announced.topics if self.announced is not None else ()
+        ids = {name: tid for tid, name in names.items()}
+        view = {t: (ids.get(t), partition_counts.get(t)) for t in sorted(set(topics))}
+        if self.phase is P.SYNC or (self.phase is P.STABLE and self._synced_view is None):
+            self._synced_view = view  # as the assignment saw them
+        elif self.phase is P.STABLE and view != self._synced_view:
+            self._synced_view = view
+            self._rejoin()
 
     def full_next(self) -> None:
         """(Re)joining from scratch (first join, after a fence or a stale poll)."""

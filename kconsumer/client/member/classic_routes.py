@@ -114,7 +114,7 @@ def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView) 
         assignment[topic_id] = tuple(partitions)
     return ClassicStep(
         events=[
-            ev.MetadataUpdated(dict(cluster.topic_names)),
+            ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),
             ev.ClassicResponseReceived(core_id, assignment=assignment),
         ]
     )

@@ -104,6 +104,9 @@ class ClusterView:
         if response.brokers:
             self.brokers = {b.node_id: Node(b.host, b.port, b.node_id) for b in response.brokers}
         for topic in response.topics:
+            if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic.name is not None:
+                self._forget(topic.name)  # deleted
+                continue
             if topic.error_code or topic.name is None:
                 continue
             if topic.topic_id:
@@ -115,6 +118,12 @@ class ClusterView:
             self.partition_counts[topic.name] = len(topic.partitions)
             for partition in topic.partitions:
                 self.leaders[(topic.name, partition.partition_index)] = partition.leader_id
+
+    def _forget(self, name: str) -> None:
+        topic_id = self.topic_ids.pop(name, None)
+        if topic_id is not None and self.topic_names.get(topic_id) == name:
+            del self.topic_names[topic_id]
+        self.partition_counts.pop(name, None)
 
     # -- FindCoordinator ------------------------------------------------------------------------
 

@@ -157,7 +157,8 @@ class MemberCore:
         if state in IN_GROUP:
             times.append(self._last_poll_ms + self.config.rebalance_timeout_ms)
         member = self._membership()
-        for deadline in (self._commits.next_deadline(member, state in IN_GROUP), self._recon.next_deadline()):
+        commits = self._commits.next_deadline(member, state in IN_GROUP)
+        for deadline in (commits, self._recon.next_deadline(), self._hb.next_refresh(state in IN_GROUP)):
             if deadline is not None:
                 times.append(deadline)
         return max(min(times), now_ms) if times else None
@@ -382,6 +383,7 @@ class MemberCore:
         refresh = self._recon.timers(now)
         if refresh is not None:
             self._perform(refresh)
+        self._out.extend(self._hb.timers(now, self._subscription if self._state in IN_GROUP else None))
 
     # -- heartbeats -----------------------------------------------------------------------------
 
@@ -537,6 +539,7 @@ class MemberCore:
 
     def _on_metadata(self, event: ev.MetadataUpdated) -> None:
         self._recon.learn_names(event.topic_names, self._now)
+        self._hb.learn_metadata(event.topic_names, event.partition_counts)
         if self._state is S.RECONCILING and self._recon.step is None:
             self._drive(self._recon.advance())
 

@@ -122,6 +122,9 @@ class MetadataUpdated(Event):
     """Topic names the runtime learnt from Metadata (by topic id); merged into the core's cache."""
 
     topic_names: Mapping[Uuid, str] = field(default_factory=dict)
+    #: Partition counts by topic name, as far as known (a classic member rejoins when those of
+    #: its subscription change).
+    partition_counts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ for the next request with what the member looks like now, and acts on its `Verdi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ...errors import ErrorCode, KafkaApiError
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff
-from .effects import SendHeartbeat
+from .effects import RefreshMetadata, SendHeartbeat
 from .errors import ErrorRule, heartbeat_error, heartbeat_rule
 from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat_request import REGEX_VERSION, HeartbeatBuilder
@@ -190,6 +190,17 @@ class HeartbeatExchange:
             schedule.succeeded(response.heartbeat_interval_ms)
             return Accepted(response)
         return Rejected(code, message, schedule.in_flight_epoch)
+
+    def timers(self, now_ms: int, subscription: Subscription | None) -> list[RefreshMetadata]:
+        """Nothing: the coordinator follows the topics' metadata itself."""
+        return []
+
+    def next_refresh(self, in_group: bool) -> int | None:
+        """None: no refresh of its own."""
+        return None
+
+    def learn_metadata(self, names: Mapping[Uuid, str], partition_counts: Mapping[str, int]) -> None:
+        """Nothing to do: the coordinator follows the topics' metadata itself."""
 
     def full_next(self) -> None:
         """Make the next request full (after (re)joining)."""

@@ -40,6 +40,9 @@ class ClassicSettings:
     cooperative: bool = False
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
+    metadata_refresh_ms: int = 300_000
+    """How often a member re-reads its topics' metadata (``topic.metadata.refresh.interval.ms``):
+    it rejoins when a topic's id or partition count changed since its last assignment."""
 
 
 @dataclass(frozen=True)

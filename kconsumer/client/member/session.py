@@ -459,7 +459,8 @@ class MemberSession:
 
     def _metadata_done(self, purpose: Purpose) -> None:
         if isinstance(purpose, ForCore):
-            self._feed(ev.MetadataUpdated(dict(self.cluster.topic_names)))
+            cluster = self.cluster
+            self._feed(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
         elif isinstance(purpose, ForAssignment):
             self._step(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
         elif isinstance(purpose, ForClassic):

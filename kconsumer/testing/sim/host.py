@@ -94,6 +94,7 @@ class CoordinatorHost:
         self._armed_at: int | None = None
         #: Deferred classic answers, by ticket.
         self._waiting: dict[int, Callable[[Any], None]] = {}
+        self._early: dict[int, Any] = {}
         self._arm()
 
     # -- views ------------------------------------------------------------------------------------
@@ -199,14 +200,21 @@ class CoordinatorHost:
         return result.response
 
     def when_answered(self, ticket: int, respond: Callable[[Any], None]) -> None:
-        """Call `respond` with the answer of the deferred request `ticket` when it comes."""
-        self._waiting[ticket] = respond
+        """Call `respond` with the answer of the deferred request `ticket` when it comes (at
+        once if it came during the very call that deferred it)."""
+        early = self._early.pop(ticket, None)
+        if early is not None:
+            respond(early)
+        else:
+            self._waiting[ticket] = respond
 
     def _answer_waiting(self, replies: list[tuple[int, Any]]) -> None:
         for ticket, response in replies:
             respond = self._waiting.pop(ticket, None)
             if respond is not None:
                 respond(response)
+            else:
+                self._early[ticket] = response
 
     def _after(self, records: list[Record], kind: str, sender: str) -> None:
         if self.checker is not None:

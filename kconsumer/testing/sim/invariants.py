@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...broker.coordinator import GroupCoordinator
-from ...broker.coordinator.records import OffsetCommitRecord, OffsetTombstone, Record
+from ...broker.coordinator.records import (
+    ClassicGroupTombstone,
+    ConsumerGroupTombstone,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    Record,
+)
 from ...client.member import MemberState
 from ...client.member.effects import Effect, InvokeCallback, StartFetching, StopFetching
 from ...client.member.model import CallbackKind
@@ -119,6 +125,7 @@ class Checker:
         self.coverage: dict[Key, Coverage] = {}
         self.committed: dict[Key, int] = {}
         self.max_group_epoch = 0
+        self._classic_was_empty = False
         self._coordinator_epochs: dict[str, int] = {}
         self._client_epochs: dict[str, int] = {}
         self.zombies = ZombieStats()
@@ -158,6 +165,12 @@ class Checker:
             return
         if records or kind == "hb":
             self.members = frozenset(group.members)
+        if self._classic_was_empty and any(isinstance(r, ClassicGroupTombstone) for r in records):
+            # An empty classic group deleted for a consumer-protocol join: a new group, epochs
+            # from the start (a conversion of a non-empty one keeps them).
+            self.max_group_epoch = 0
+            self._coordinator_epochs = {}
+        self._classic_was_empty = False
         epoch = group.group_epoch
         if epoch < self.max_group_epoch:
             self.violation("group-epoch", f"group epoch went back from {self.max_group_epoch} to {epoch}")
@@ -203,10 +216,19 @@ class Checker:
         classic = self.host.classic_group()
         if classic is None:
             return
+        self._classic_was_empty = not classic.members
+        durable = self.host.last.state.classic_durable.get(GROUP)
+        if (
+            durable is not None
+            and durable.generation == 0
+            and any(isinstance(record, ConsumerGroupTombstone) for record in records)
+        ):
+            # An empty consumer group deleted for a classic join: a new group, epochs from 0 (a
+            # conversion keeps the group epoch as the generation).
+            self.max_group_epoch = 0
         self.members = frozenset(classic.members)
         # Only a stored generation is kept by a coordinator taking over (one whose rebalance got
         # no further than JoinGroup is never stored, and may be handed out again).
-        durable = self.host.last.state.classic_durable.get(GROUP)
         generation = 0 if durable is None else durable.generation
         if generation < self.max_group_epoch:
             self.violation("group-epoch", f"generation {generation} after group epoch {self.max_group_epoch}")
@@ -301,7 +323,9 @@ class Checker:
         for kind, view in (("fetch", self.fetchers), ("hold", self.holders)):
             for key, procs in view.items():
                 for proc in procs:
-                    if not self._exempt(proc, key) and owner_of(key) != proc.group_member_id:
+                    if self._exempt(proc, key) or self._unmappable(proc, key):
+                        continue
+                    if owner_of(key) != proc.group_member_id:
                         self.violation(
                             f"{kind}-not-owner",
                             f"{proc.label} ({proc.group_member_id[:6]}) {_VERB[kind]} {self._label(key)} but "
@@ -346,7 +370,11 @@ class Checker:
             last = self._client_epochs.get(label, 0)
             if epoch < last:
                 self.violation("client-epoch", f"{label} epoch went back from {last} to {epoch}")
-            if epoch > self.max_group_epoch:
+            # With classic members an emptied consumer group is deleted when a classic member
+            # joins, and started again from generation 0: a member the group forgot keeps the
+            # old group's epoch until the coordinator tells it.
+            recreated = bool(self.world.classic_slots) and self._zombie(proc)
+            if epoch > self.max_group_epoch and not recreated:
                 self.violation("client-epoch", f"{label} epoch {epoch} > group epoch {self.max_group_epoch}")
             self._client_epochs[label] = epoch
         else:
@@ -393,6 +421,12 @@ class Checker:
         lost = self._lost.get(proc.label)
         return lost is not None and key in lost
 
+    def _unmappable(self, proc: SimMember, key: Key) -> bool:
+        """A classic member reports what it owns by topic name: the coordinator cannot map a
+        deleted topic's partitions to it any more (and nobody else can get them: a topic created
+        again under the name has a new id)."""
+        return proc.classic is not None and not self.topics.is_live(key[0])
+
     def after_zombie_heartbeat(self, proc: SimMember) -> None:
         """The core handled a heartbeat response produced while it was not in the group: every
         partition its application still fetches must have a stop queued ahead of any record."""
@@ -430,7 +464,7 @@ class Checker:
                 f"double-{kind}", f"{proc.label} {_VERB[kind]} {self._label(key)} while {others} still do"
             )
         owner = self.host.owner_of(key)
-        if self.host.tracks_ownership and owner != proc.group_member_id:
+        if self.host.tracks_ownership and owner != proc.group_member_id and not self._unmappable(proc, key):
             self.violation(
                 f"{kind}-not-owner",
                 f"{proc.label} ({proc.group_member_id[:6]}) starts to {kind} {self._label(key)} but "

@@ -21,7 +21,16 @@ from .params import FAULTS
 from .world import SimResult, run_seed
 
 #: Counters summed over a sweep (from `SimResult.stats`).
-_SUMMED = ("steps", "sim_ms", "zombie_episodes", "zombie_fetch_ms", "zombie_records", "failovers", "records")
+_SUMMED = (
+    "steps",
+    "sim_ms",
+    "zombie_episodes",
+    "zombie_fetch_ms",
+    "zombie_records",
+    "failovers",
+    "records",
+    "classic_members",
+)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,7 @@ class World:
                 is_cooperative(strategy),
                 session_timeout_ms=params.session_timeout_ms,
                 heartbeat_interval_ms=params.heartbeat_interval_ms,
+                metadata_refresh_ms=mix.randint(1_000, 4_000),
             )
             self.classic_slots = {slot: settings for slot in range(params.members) if mix.random() < 0.6}
 
@@ -387,6 +388,7 @@ class World:
             group_epoch=self.checker.max_group_epoch,
             failovers=self.host.failovers,
             records=sum(self.topics.hw.values()),
+            classic_members=len(self.classic_slots),
         )
         stats.update({f"injected_{name}": n for name, n in sorted(self.injected.items())})
         return SimResult(
