@@ -311,6 +311,19 @@ def test_protocols_of_a_joining_classic_member_must_fit(d: MixedDriver) -> None:
     assert d.cjoin(new.member_id).error_code == 0
 
 
+def test_a_removed_classic_member_rejoining_with_its_old_id_is_unknown(d: MixedDriver) -> None:
+    """Stricter than Kafka (which adds it back): its partitions were handed over meanwhile, so
+    it must give them up and join as a new member; an id just handed out is accepted once."""
+    a, _b, _gen = d.classic_pair()
+    d.join("c")
+    assert d.cleave(a) == 0
+    assert d.cjoin(a).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert d.cjoin("never-handed-out").error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    new = d.cjoin()
+    assert new.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert d.cjoin(new.member_id).error_code == 0
+
+
 def test_a_mixed_group_survives_failover_with_the_classic_session_timeouts(d: MixedDriver) -> None:
     a, _b, _gen = d.classic_pair()
     d.join("c")

@@ -34,6 +34,9 @@ class PendingReplies:
         self._syncs: dict[tuple[str, str], int] = {}
         #: Answers ready to be sent: (ticket, response).
         self.ready: list[tuple[int, Message]] = []
+        #: (group, member id) handed out with MEMBER_ID_REQUIRED by a consumer group and not
+        #: used yet (soft state, like Kafka's pending members: lost on failover).
+        self.issued_ids: set[tuple[str, str]] = set()
 
     def wait_join(self, group_id: str, member_id: str) -> Deferred:
         """The member's JoinGroup waits; a JoinGroup it still had waiting is told to rejoin."""
