@@ -39,7 +39,7 @@ on_commit                             None         ``on_commit(err, partitions)`
 **Classic protocol only** (``group.protocol=classic``), as in confluent-kafka:
 
 ====================================  ===========  =========================================
-session.timeout.ms                    45000        6000-1800000
+session.timeout.ms                    45000        1-3600000 (the broker's range applies too)
 heartbeat.interval.ms                 3000         below session.timeout.ms
 partition.assignment.strategy         range,       ``range``, ``roundrobin``, ``cooperative-sticky``
                                       roundrobin   (all eager or all cooperative)
@@ -178,7 +178,7 @@ _INTS: Mapping[str, tuple[str, int, int, int]] = {
 }
 #: Integer keys of the classic protocol only.
 _CLASSIC_INTS: Mapping[str, tuple[str, int, int, int]] = {
-    "session.timeout.ms": ("session_timeout_ms", 45_000, 6_000, 1_800_000),
+    "session.timeout.ms": ("session_timeout_ms", 45_000, 1, 3_600_000),
     "heartbeat.interval.ms": ("heartbeat_interval_ms", 3_000, 1, 3_600_000),
 }
 _OPTIONAL_STRINGS: Mapping[str, str] = {
@@ -416,6 +416,12 @@ def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
     session = values.get("session_timeout_ms", 45_000)
     if values.get("heartbeat_interval_ms", 3_000) >= session:
         raise ConfigError("heartbeat.interval.ms", f"must be below session.timeout.ms ({session})")
+    if (
+        "max.poll.interval.ms" in config
+        and _integer("max.poll.interval.ms", config["max.poll.interval.ms"], 1, 86_400_000) < session
+    ):
+        # as librdkafka: a member would be removed for not polling before it could time out
+        raise ConfigError("max.poll.interval.ms", f"must be >= session.timeout.ms ({session}) with classic")
     if "partition.assignment.strategy" in config:
         raw = _string("partition.assignment.strategy", config["partition.assignment.strategy"])
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())

@@ -142,6 +142,11 @@ def read(consumer: Consumer, count: int) -> list[Message]:
             "heartbeat.interval.ms",
             "below session.timeout.ms",
         ),
+        (
+            {"bootstrap.servers": "x:1", "group.protocol": "classic", "max.poll.interval.ms": 10_000},
+            "max.poll.interval.ms",
+            ">= session.timeout.ms",
+        ),
         ({"bootstrap.servers": "x:1", "enable.auto.comit": True}, "enable.auto.comit", "did you mean"),
         ({"bootstrap.servers": "x:1", "rebalance_cb": print}, "rebalance_cb", "unknown"),
         ({"bootstrap.servers": "x:1", "on_commit": 42}, "on_commit", "callable"),

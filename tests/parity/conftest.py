@@ -13,13 +13,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
 
 from consumer_harness import fast_cluster
+from parity_harness import PROTOCOLS
 
 from kconsumer.testing import ReferenceCluster
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ReferenceCluster]:
+@pytest.fixture(scope="module", params=PROTOCOLS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[ReferenceCluster]:
     """A reference cluster with fast group timers, shared by a module's scenarios (each scenario
-    uses topics and groups of its own)."""
-    with fast_cluster() as running:
+    uses topics and groups of its own), once per group protocol: both implementations run each
+    scenario with ``group.protocol=consumer``, then with ``classic`` (`parity_protocol`)."""
+    with fast_cluster(initial_rebalance_delay_ms=300) as running:
+        running.parity_protocol = request.param  # type: ignore[attr-defined]
         yield running

@@ -58,6 +58,16 @@ INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {
 }
 
 IMPLEMENTATIONS = ("confluent", "kconsumer")
+#: The group protocols every scenario runs with (both implementations use the same one).
+PROTOCOLS = ("consumer", "classic")
+#: What a classic member is given in the scenarios: short timers on the fast cluster.
+CLASSIC_SETTINGS: dict[str, Any] = {
+    "group.protocol": "classic",
+    # cooperative, as the consumer protocol is (incremental_assign in on_assign, ...)
+    "partition.assignment.strategy": "cooperative-sticky",
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 200,
+}
 _names = itertools.count()
 
 
@@ -67,6 +77,7 @@ class Run:
 
     implementation: str
     cluster: ReferenceCluster
+    protocol: str = "consumer"
     made: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -95,6 +106,7 @@ class Run:
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 100,
         }
+        conf.update(CLASSIC_SETTINGS if self.protocol == "classic" else {"group.protocol": "consumer"})
         conf.update(
             {
                 key if key.startswith("on_") or key.endswith("_cb") else key.replace("_", "."): value
@@ -102,7 +114,6 @@ class Run:
             }
         )
         if self.implementation == "confluent":
-            conf["group.protocol"] = "consumer"
             made: Any = confluent_kafka.Consumer(conf)
         else:
             made = Consumer(conf)
@@ -116,8 +127,8 @@ class Run:
 
 
 @contextmanager
-def run_of(implementation: str, cluster: ReferenceCluster) -> Iterator[Run]:
-    run = Run(implementation, cluster)
+def run_of(implementation: str, cluster: ReferenceCluster, protocol: str = "consumer") -> Iterator[Run]:
+    run = Run(implementation, cluster, protocol)
     try:
         yield run
     finally:
@@ -125,10 +136,12 @@ def run_of(implementation: str, cluster: ReferenceCluster) -> Iterator[Run]:
 
 
 def compare(name: str, scenario: Callable[[Run], dict[str, Any]], cluster: ReferenceCluster) -> None:
-    """Run `scenario` with both implementations and assert the observations agree."""
+    """Run `scenario` with both implementations and assert the observations agree (with the
+    group protocol the cluster fixture was parametrized with, `cluster.parity_protocol`)."""
+    protocol = getattr(cluster, "parity_protocol", "consumer")
     seen: dict[str, dict[str, Any]] = {}
     for implementation in IMPLEMENTATIONS:
-        with run_of(implementation, cluster) as run:
+        with run_of(implementation, cluster, protocol) as run:
             seen[implementation] = scenario(run)
     theirs, ours = seen["confluent"], seen["kconsumer"]
     assert set(theirs) == set(ours), (theirs, ours)

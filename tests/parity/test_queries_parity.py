@@ -79,7 +79,9 @@ def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> N
         def record(kind: str) -> Any:
             return lambda _c, parts: calls.append((kind, [tp.partition for tp in parts]))
 
-        consumer = run.consumer(group, max_poll_interval_ms=1000)
+        # classic: max.poll.interval.ms may not be below session.timeout.ms (6 s, the broker's minimum)
+        interval_ms = 6000 if run.protocol == "classic" else 1000
+        consumer = run.consumer(group, max_poll_interval_ms=interval_ms)
         commit_in_lost: list[Any] = []
 
         def lost(c: Any, parts: list[Any]) -> None:
@@ -92,7 +94,7 @@ def test_poll_interval_overrun_is_an_error_event(cluster: ReferenceCluster) -> N
 
         consumer.subscribe([topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=lost)
         read(consumer, 3)
-        time.sleep(2.5)
+        time.sleep(interval_ms / 1000 + 1.5)
         events: list[Any] = []
         deadline = time.monotonic() + 10
         while len(calls) < 3 and time.monotonic() < deadline:
