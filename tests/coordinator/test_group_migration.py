@@ -215,6 +215,15 @@ def test_upgrade_carries_over_what_a_rebalancing_member_said_it_owned(d: MixedDr
     assert d.owners() == {0: a, 1: a, 2: b, 3: b}
 
 
+def test_conflicting_claims_postpone_the_upgrade_with_a_retriable_error(d: MixedDriver) -> None:
+    """b rejoins claiming a's partition 0 as well: converting now could hand it to neither or
+    both, so the consumer-protocol member is told to retry (not refused for good)."""
+    _a, b, _gen = d.classic_pair(protocol="cooperative-sticky")
+    d.cjoin(b, owned={"foo": [0, 2, 3]}, protocol="cooperative-sticky")
+    assert d.join("c").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert d.coordinator.group("g") is None and d.classic_group() is not None
+
+
 def test_the_last_consumer_member_leaving_downgrades_and_the_group_rebalances(d: MixedDriver) -> None:
     a, b, _gen = d.classic_pair()
     d.join("c")

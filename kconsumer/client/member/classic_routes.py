@@ -111,7 +111,9 @@ def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView) 
         if topic_id is None:
             log.warning("assigned topic %s is unknown to the cluster: left out", name)
             continue
-        assignment[topic_id] = tuple(partitions)
+        # A topic created again under its name may have fewer partitions than the one assigned.
+        count = cluster.partition_counts.get(name, 0)
+        assignment[topic_id] = tuple(p for p in partitions if p < count)
     return ClassicStep(
         events=[
             ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),

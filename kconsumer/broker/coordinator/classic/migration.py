@@ -126,8 +126,13 @@ def upgrade(ctx: Context, classic: ClassicGroup) -> None:
             for partition in parts:
                 other = claimed.setdefault((topic_id, partition), registration.member_id)
                 if other != registration.member_id:
-                    raise _refused(
-                        group_id, f"members {other} and {registration.member_id} both claim a partition"
+                    # Transient (a rebalancing member still reports what another was given):
+                    # the joining member retries until the classic rebalance settles.
+                    why = f"members {other} and {registration.member_id} both claim a partition"
+                    logger.info("classic group %s not upgraded yet: %s", group_id, why)
+                    raise KafkaApiError(
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                        f"Group {group_id} is rebalancing and cannot be converted yet: {why}.",
                     )
 
     for member_id in list(classic.members) + sorted(classic.pending_members):
