@@ -68,7 +68,7 @@ def join(
         return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
     instance_id = request.group_instance_id
     if instance_id is None and unknown and version >= classic_join.REQUIRE_KNOWN_MEMBER_ID_VERSION:
-        ctx.replies.issued_ids.add((group.group_id, member_id))
+        ctx.replies.issue(group.group_id, member_id)
         return _join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id)
     try:
         subscription = decode_subscription(request.protocols[0].metadata)[0]
@@ -81,13 +81,12 @@ def join(
         instance_id is None
         and not unknown
         and member is None
-        and (group.group_id, member_id) not in ctx.replies.issued_ids
+        and not ctx.replies.claim(group.group_id, member_id)
     ):
         # Stricter than Kafka (which adds the member back): an id the group no longer knows (the
         # member was removed, its partitions handed over) and did not just hand out is refused,
         # so the member gives its partitions up before it joins again as a new member.
         return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
-    ctx.replies.issued_ids.discard((group.group_id, member_id))
     if instance_id is not None:
         if unknown:
             member, replaced = None, holder

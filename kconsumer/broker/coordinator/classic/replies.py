@@ -17,6 +17,9 @@ from ....errors import ErrorCode
 from ....protocol.messages.classic_group import JoinGroupResponse, SyncGroupResponse
 from ....protocol.schema import Message
 
+#: Member ids handed out with MEMBER_ID_REQUIRED remembered at most.
+ISSUED_IDS_KEPT = 10_000
+
 
 @dataclass(frozen=True)
 class Deferred:
@@ -35,8 +38,19 @@ class PendingReplies:
         #: Answers ready to be sent: (ticket, response).
         self.ready: list[tuple[int, Message]] = []
         #: (group, member id) handed out with MEMBER_ID_REQUIRED by a consumer group and not
-        #: used yet (soft state, like Kafka's pending members: lost on failover).
-        self.issued_ids: set[tuple[str, str]] = set()
+        #: used yet, oldest first (soft state, like Kafka's pending members: lost on failover).
+        self._issued: dict[tuple[str, str], None] = {}
+
+    def issue(self, group_id: str, member_id: str) -> None:
+        """Remember an id handed out with MEMBER_ID_REQUIRED (the oldest are forgotten beyond
+        `ISSUED_IDS_KEPT`: a client that never came back)."""
+        self._issued[(group_id, member_id)] = None
+        while len(self._issued) > ISSUED_IDS_KEPT:
+            del self._issued[next(iter(self._issued))]
+
+    def claim(self, group_id: str, member_id: str) -> bool:
+        """Whether the id was handed out and not used yet (it is used now)."""
+        return self._issued.pop((group_id, member_id), False) is None
 
     def wait_join(self, group_id: str, member_id: str) -> Deferred:
         """The member's JoinGroup waits; a JoinGroup it still had waiting is told to rejoin."""
