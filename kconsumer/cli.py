@@ -50,6 +50,18 @@ def _demo(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _regex_arguments(parser: argparse.ArgumentParser) -> None:
+    from .regex_check import add_arguments
+
+    add_arguments(parser)
+
+
+def _regex(args: argparse.Namespace) -> int:
+    from .regex_check import run
+
+    return run(args)
+
+
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         name="demo",
@@ -71,6 +83,12 @@ SUBCOMMANDS: list[Subcommand] = [
         ),
         add_arguments=_serve_arguments,
         run=_serve,
+    ),
+    Subcommand(
+        name="regex",
+        help="check a subscription pattern as the broker will (RE2, full match) and list its topics",
+        add_arguments=_regex_arguments,
+        run=_regex,
     ),
 ]
 
