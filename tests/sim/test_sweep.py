@@ -23,7 +23,7 @@ def test_seed_range_passes(first: int, last: int) -> None:
 
 
 #: Seeds with classic members next to consumer-protocol ones (``--protocols mixed``).
-MIXED_CHUNKS = [(start, start + 50) for start in range(0, 100, 50)]
+MIXED_CHUNKS = [(start, start + 50) for start in range(0, 400, 50)]
 
 
 @pytest.mark.parametrize(("first", "last"), MIXED_CHUNKS, ids=[f"mixed-{a}-{b - 1}" for a, b in MIXED_CHUNKS])
