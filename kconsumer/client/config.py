@@ -278,6 +278,16 @@ class ConsumerConfig:
         for key, (name, _default, low, high) in _INTS.items():
             if key in config:
                 values[name] = _integer(key, config[key], low, high)
+        session = values.get("session_timeout_ms", 45_000)
+        if (
+            protocol == "classic"
+            and "max.poll.interval.ms" in config
+            and values["max_poll_interval_ms"] < session
+        ):
+            # as librdkafka: a member would be removed for not polling before it could time out
+            raise ConfigError(
+                "max.poll.interval.ms", f"must be >= session.timeout.ms ({session}) with classic"
+            )
         if "enable.auto.commit" in config:
             values["enable_auto_commit"] = boolean_setting("enable.auto.commit", config["enable.auto.commit"])
         if "enable.auto.offset.store" in config:
@@ -416,12 +426,6 @@ def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
     session = values.get("session_timeout_ms", 45_000)
     if values.get("heartbeat_interval_ms", 3_000) >= session:
         raise ConfigError("heartbeat.interval.ms", f"must be below session.timeout.ms ({session})")
-    if (
-        "max.poll.interval.ms" in config
-        and _integer("max.poll.interval.ms", config["max.poll.interval.ms"], 1, 86_400_000) < session
-    ):
-        # as librdkafka: a member would be removed for not polling before it could time out
-        raise ConfigError("max.poll.interval.ms", f"must be >= session.timeout.ms ({session}) with classic")
     if "partition.assignment.strategy" in config:
         raw = _string("partition.assignment.strategy", config["partition.assignment.strategy"])
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())

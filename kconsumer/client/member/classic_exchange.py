@@ -26,6 +26,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ...assignment.assignor import partitions_by_topic
 from ...errors import ErrorCode
 from ...protocol.consumer_protocol import (
     ConsumerSubscription,
@@ -218,15 +219,13 @@ class ClassicExchange:
     def _join_request(
         self, subscription: Subscription, owned: frozenset[TopicIdPartition]
     ) -> JoinGroupRequest:
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(owned, key=lambda tp: (tp.topic, tp.partition)):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        by_topic = partitions_by_topic(owned)
         metadata = encode_consumer_protocol(
             ConsumerSubscription(
                 topics=sorted(set(subscription.topics)),
                 user_data=None,
                 owned_partitions=[
-                    ConsumerTopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()
+                    ConsumerTopicPartitions(topic=t, partitions=list(p)) for t, p in sorted(by_topic.items())
                 ],
                 generation_id=self.generation,
                 rack_id=self._config.rack_id,

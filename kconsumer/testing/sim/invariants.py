@@ -316,22 +316,26 @@ class Checker:
         self._check_stored_offsets(new)
 
     def _check_views(self) -> None:
-        if not self.host.tracks_ownership:
-            self._track_zombies()
-            return
-        owner_of = self.host.owner_of
         for kind, view in (("fetch", self.fetchers), ("hold", self.holders)):
             for key, procs in view.items():
                 for proc in procs:
-                    if self._exempt(proc, key) or self._unmappable(proc, key):
-                        continue
-                    if owner_of(key) != proc.group_member_id:
+                    if not self._exempt(proc, key) and self._coordinator_disowns(proc, key):
                         self.violation(
                             f"{kind}-not-owner",
                             f"{proc.label} ({proc.group_member_id[:6]}) {_VERB[kind]} {self._label(key)} but "
-                            f"the coordinator gives it to {owner_of(key)}",
+                            f"the coordinator gives it to {self.host.owner_of(key)}",
                         )
         self._track_zombies()
+
+    def _coordinator_disowns(self, proc: SimMember, key: Key) -> bool:
+        """Whether the coordinator, while it tracks ownership (a consumer group), gives `key` to
+        another member than `proc` (or to nobody); partitions a classic member cannot be mapped
+        to any more (`_unmappable`) excepted."""
+        return (
+            self.host.tracks_ownership
+            and not self._unmappable(proc, key)
+            and self.host.owner_of(key) != proc.group_member_id
+        )
 
     def _track_zombies(self) -> None:
         now = self.sched.now
@@ -416,7 +420,7 @@ class Checker:
 
     def _exempt(self, proc: SimMember, key: Key) -> bool:
         """Zombies, and partitions their core declared lost that the application has not dropped yet."""
-        if proc.group_member_id not in self.members:
+        if self._zombie(proc):
             return True
         lost = self._lost.get(proc.label)
         return lost is not None and key in lost
@@ -463,12 +467,11 @@ class Checker:
             self.violation(
                 f"double-{kind}", f"{proc.label} {_VERB[kind]} {self._label(key)} while {others} still do"
             )
-        owner = self.host.owner_of(key)
-        if self.host.tracks_ownership and owner != proc.group_member_id and not self._unmappable(proc, key):
+        if self._coordinator_disowns(proc, key):
             self.violation(
                 f"{kind}-not-owner",
                 f"{proc.label} ({proc.group_member_id[:6]}) starts to {kind} {self._label(key)} but "
-                f"the coordinator gives it to {owner}",
+                f"the coordinator gives it to {self.host.owner_of(key)}",
             )
 
     def stopped(self, proc: SimMember, key: Key) -> None:
