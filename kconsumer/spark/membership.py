@@ -237,11 +237,15 @@ class DriverMember:
 RUNNER_MODULE = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
-def _leave_on_sigterm() -> None:
+def _leave_on_sigterm(leaving: threading.Event) -> None:
     """Spark stops a query's stream-reader process with SIGTERM (``Process.destroy``), which would
     end it without calling the reader's ``stop()``: the member would stay in the group until its
     session times out. In that process only, SIGTERM raises SystemExit instead, so the runner's
-    ``finally: reader.stop()`` runs and the member leaves (committing completed offsets)."""
+    ``finally: reader.stop()`` runs and the member leaves (committing completed offsets).
+
+    Spark also closes the runner's socket, so ``reader.stop()`` may already be running when the
+    signal arrives: raising then would interrupt the leave it is waiting for. Once `leaving` is
+    set, SIGTERM is ignored (the leave is bounded by `CLOSE_TIMEOUT_S`)."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if (
@@ -250,11 +254,20 @@ def _leave_on_sigterm() -> None:
     ):
         return
 
+    signal.signal(signal.SIGTERM, sigterm_handler(leaving))
+
+
+def sigterm_handler(leaving: threading.Event) -> Callable[[int, Any], None]:
+    """The SIGTERM handler of a stream-reader process (see `_leave_on_sigterm`)."""
+
     def on_sigterm(signum: int, _frame: Any) -> None:
+        if leaving.is_set():
+            log.info("kconsumer: SIGTERM while leaving the group: the leave goes on")
+            return
         signal.signal(signum, signal.SIG_IGN)  # Spark sends SIGTERM twice; leaving is bounded
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    return on_sigterm
 
 
 class MemberRegistry:
@@ -264,6 +277,9 @@ class MemberRegistry:
         self._lock = threading.Lock()
         self._members: dict[str, DriverMember] = {}
         self._handler_installed = False
+        #: Set while a member leaves (the runner stops its one reader from its main thread): a
+        #: SIGTERM must not interrupt that leave.
+        self.leaving = threading.Event()
 
     def get(self, key: str, create: Callable[[], DriverMember]) -> DriverMember:
         """The member of reader `key`, created by `create()` on first use."""
@@ -272,7 +288,7 @@ class MemberRegistry:
             if member is None:
                 if not self._handler_installed:
                     self._handler_installed = True
-                    _leave_on_sigterm()
+                    _leave_on_sigterm(self.leaving)
                 member = self._members[key] = create()
             return member
 
@@ -285,8 +301,13 @@ class MemberRegistry:
         """Close and forget the member of reader `key` (nothing if none)."""
         with self._lock:
             member = self._members.pop(key, None)
-        if member is not None:
+        if member is None:
+            return
+        self.leaving.set()
+        try:
             member.close()
+        finally:
+            self.leaving.clear()
 
     def __len__(self) -> int:
         with self._lock:

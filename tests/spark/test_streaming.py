@@ -42,8 +42,8 @@ def test_every_record_exactly_once_and_the_group_offsets_follow(
     assert sink.records() == produced(cluster, "orders")
     # The group's committed offsets are exactly what the sink holds.
     assert cluster.committed("exactly-once") == sink.ends()
-    # The member leaves the group when the query stops (well before its session would expire).
-    wait_for(lambda: not cluster.describe_group("exactly-once").members, timeout=5, what="the member leaving")
+    # The member leaves the group when the query stops (before its 10 s session could expire).
+    wait_for(lambda: not cluster.describe_group("exactly-once").members, timeout=8, what="the member leaving")
 
 
 def test_rows_have_the_kafka_schema(spark: Any, cluster: ReferenceCluster, tmp_path: Path) -> None:
