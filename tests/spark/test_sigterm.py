@@ -45,8 +45,9 @@ def test_sigterm_after_a_leave_ends_the_process_again() -> None:
         def close(self) -> None:
             assert registry.leaving.is_set()
 
-    for key in ("a", "b"):
-        member: Any = Member()
-        registry.get(key, lambda: member)
+    first: Any = Member()
+    second: Any = Member()
+    registry.get("a", lambda: first)
+    registry.get("b", lambda: second)
     registry.close("a")
     assert not registry.leaving.is_set() and len(registry) == 1
