@@ -62,6 +62,18 @@ def _regex(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _groups_arguments(parser: argparse.ArgumentParser) -> None:
+    from .groups.command import add_arguments
+
+    add_arguments(parser)
+
+
+def _groups(args: argparse.Namespace) -> int:
+    from .groups.command import run
+
+    return run(args)
+
+
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         name="demo",
@@ -83,6 +95,12 @@ SUBCOMMANDS: list[Subcommand] = [
         ),
         add_arguments=_serve_arguments,
         run=_serve,
+    ),
+    Subcommand(
+        name="groups",
+        help="list, describe (members, lag), reset and delete offsets of groups; a live view",
+        add_arguments=_groups_arguments,
+        run=_groups,
     ),
     Subcommand(
         name="regex",

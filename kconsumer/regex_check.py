@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from .cluster_options import add_cluster_arguments, parse_settings
 from .patterns import InvalidPatternError, compile_pattern, matching_topics
 
 
@@ -37,19 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="A,B,...",
         help="topic names to match against (repeatable, comma-separated)",
     )
-    check.add_argument(
-        "--bootstrap-servers", metavar="HOST:PORT", help="also match the topics of this cluster"
-    )
-    check.add_argument(
-        "-X",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a librdkafka setting for the cluster connection (repeatable)",
-    )
+    add_cluster_arguments(check, required=False, help_servers="also match the topics of this cluster")
     check.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the cluster")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,12 +64,7 @@ def run(args: argparse.Namespace) -> int:
 def _cluster_topics(servers: str, settings: list[str], timeout: float) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
-    config: dict[str, Any] = {"bootstrap.servers": servers, "log_level": 3}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise ValueError(f"-X {setting!r}: expected KEY=VALUE")
-        config[key] = value
+    config: dict[str, Any] = {"bootstrap.servers": servers, "log_level": 3, **parse_settings(settings)}
     metadata = AdminClient(config).list_topics(timeout=timeout)
     return {name for name in metadata.topics if not name.startswith("__")}
 

@@ -39,6 +39,9 @@ from kconsumer.protocol.messages.offsets import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
@@ -170,6 +173,10 @@ BUILDERS: dict[int, Builder] = {
         else classic.LeaveGroupRequest(group_id="classic", member_id="nobody")
     ),
     ApiKey.DESCRIBE_GROUPS: lambda v, tid: classic.DescribeGroupsRequest(groups=["g", "classic"]),
+    ApiKey.OFFSET_DELETE: lambda v, tid: OffsetDeleteRequest(
+        group_id="g",
+        topics=[OffsetDeleteRequestTopic(name="t", partitions=[OffsetDeleteRequestPartition(partition_index=0)])],
+    ),
 }
 
 CASES = [

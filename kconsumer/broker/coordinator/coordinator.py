@@ -33,12 +33,14 @@ from ...protocol.messages.list_groups import ListGroupsRequest, ListGroupsRespon
 from ...protocol.messages.offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from . import client_assignment, describe, heartbeat, offsets
+from . import client_assignment, describe, heartbeat, offset_delete, offsets
 from .assignors import resolve_assignors
 from .classic import api as classic_api
 from .classic.replies import Deferred, PendingReplies
@@ -159,6 +161,12 @@ class GroupCoordinator:
         ctx = self._context(now_ms)
         return self._done(ctx, offsets.fetch(ctx, request, version))
 
+    def offset_delete(
+        self, request: OffsetDeleteRequest, version: int, now_ms: int
+    ) -> Result[OffsetDeleteResponse]:
+        ctx = self._context(now_ms)
+        return self._done(ctx, offset_delete.delete(ctx, request))
+
     def describe(
         self, request: ConsumerGroupDescribeRequest, version: int, now_ms: int
     ) -> Result[ConsumerGroupDescribeResponse]:
@@ -226,6 +234,7 @@ class GroupCoordinator:
         handlers: dict[int, Callable[[Message, int, int], Result[Message]]] = {
             ApiKey.OFFSET_COMMIT: self.offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_FETCH: self.offset_fetch,  # type: ignore[dict-item]
+            ApiKey.OFFSET_DELETE: self.offset_delete,  # type: ignore[dict-item]
             ApiKey.CONSUMER_GROUP_DESCRIBE: self.describe,  # type: ignore[dict-item]
             ApiKey.LIST_GROUPS: self.list_groups,  # type: ignore[dict-item]
             ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: self.prepare_assignment,  # type: ignore[dict-item]

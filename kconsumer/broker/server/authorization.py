@@ -8,6 +8,7 @@ ConsumerGroupHeartbeat     Read, else GROUP_AUTHORIZATION_     Describe on every
                            FAILED                              else TOPIC_AUTHORIZATION_FAILED
 OffsetCommit               Read (every partition fails)        Read, per topic (not written)
 OffsetFetch                Describe                            Describe, per topic
+OffsetDelete               Delete                              -- (Kafka checks Read per topic)
 FindCoordinator (group)    Describe                            --
 ConsumerGroupDescribe,     Describe                            --
 Prepare/InstallAssignment
@@ -36,7 +37,12 @@ from ...protocol.messages.extensions import (
 from ...protocol.messages.fetch import FetchResponse
 from ...protocol.messages.list_offsets import ListOffsetsResponse
 from ...protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest, MetadataResponse
-from ...protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse
+from ...protocol.messages.offsets import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from ...protocol.messages.produce import ProduceRequest
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
@@ -169,6 +175,7 @@ _GROUP_CHECKS: dict[type[Message], tuple[str, Callable[[Any], list[str]]]] = {
     ConsumerGroupHeartbeatRequest: ("Read", lambda r: [r.group_id]),
     OffsetCommitRequest: ("Read", lambda r: [r.group_id]),
     OffsetFetchRequest: ("Describe", _offset_fetch_groups),
+    OffsetDeleteRequest: ("Delete", lambda r: [r.group_id]),
     FindCoordinatorRequest: ("Describe", _find_coordinator_groups),
     ConsumerGroupDescribeRequest: ("Describe", lambda r: list(r.group_ids)),
     ConsumerGroupPrepareAssignmentRequest: ("Read", lambda r: [r.group_id]),

@@ -1,4 +1,4 @@
-"""OffsetCommit (8) and OffsetFetch (9); facts §3.7-§3.8.
+"""OffsetCommit (8), OffsetFetch (9) and OffsetDelete (47); facts §3.7-§3.8.
 
 v9 is the first version usable with the consumer protocol (member id and epoch); v10 replaces
 topic names by topic ids. OffsetFetch v8+ batches several groups.
@@ -133,3 +133,38 @@ class OffsetFetchResponse(Message, api_key=9, valid="1-10", flexible="6+"):
     topics: list[OffsetFetchResponseTopic] = field(Array(OffsetFetchResponseTopic), "0-7")
     error_code: int = field(INT16, "2-7", default=0, ignorable=True)
     groups: list[OffsetFetchResponseGroup] = field(Array(OffsetFetchResponseGroup), "8+")
+
+
+# -- OffsetDelete (KIP-496) --------------------------------------------------------------------
+
+
+class OffsetDeleteRequestPartition(Struct):
+    partition_index: int = field(INT32, "0+")
+
+
+class OffsetDeleteRequestTopic(Struct):
+    name: str = field(STRING, "0+")
+    partitions: list[OffsetDeleteRequestPartition] = field(Array(OffsetDeleteRequestPartition), "0+")
+
+
+class OffsetDeleteRequest(Message, api_key=47, valid="0", flexible="none"):
+    """Deletes a group's committed offsets of partitions it does not subscribe to."""
+
+    group_id: str = field(STRING, "0+")
+    topics: list[OffsetDeleteRequestTopic] = field(Array(OffsetDeleteRequestTopic), "0+")
+
+
+class OffsetDeleteResponsePartition(Struct):
+    partition_index: int = field(INT32, "0+")
+    error_code: int = field(INT16, "0+")
+
+
+class OffsetDeleteResponseTopic(Struct):
+    name: str = field(STRING, "0+")
+    partitions: list[OffsetDeleteResponsePartition] = field(Array(OffsetDeleteResponsePartition), "0+")
+
+
+class OffsetDeleteResponse(Message, api_key=47, valid="0", flexible="none"):
+    error_code: int = field(INT16, "0+")
+    throttle_time_ms: int = field(INT32, "0+")
+    topics: list[OffsetDeleteResponseTopic] = field(Array(OffsetDeleteResponseTopic), "0+")
