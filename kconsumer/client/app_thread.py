@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ from .member.model import (
     TopicIdPartition,
 )
 from .member.state import MemberState
+from .metrics import ConsumerMetrics
 from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
 
@@ -136,6 +138,8 @@ class AppThread:
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
         #: stats_cb's group statistics, told of every rebalance step (None without stats_cb).
         self.statistics: GroupStatistics | None = None
+        #: The consumer's metrics (callback latencies are recorded here).
+        self.metrics: ConsumerMetrics | None = None
         #: enable.auto.offset.store: commits carry the fetch positions (else what was stored).
         self.auto_store = runtime.config.enable_auto_offset_store
 
@@ -424,7 +428,7 @@ class AppThread:
                 CallbackKind.REVOKED: listener.on_partitions_revoked,
                 CallbackKind.LOST: listener.on_partitions_lost,
             }[work.kind]
-            method(partitions)
+            self._timed(work.kind, lambda: method(partitions))
             return
         function = {
             CallbackKind.ASSIGNED: callbacks.on_assign,
@@ -432,7 +436,16 @@ class AppThread:
             CallbackKind.LOST: callbacks.on_lost or callbacks.on_revoke,
         }[work.kind]
         if function is not None:
-            function(self._consumer, partitions)
+            self._timed(work.kind, lambda: function(self._consumer, partitions))
+
+    def _timed(self, kind: CallbackKind, call: Callable[[], object]) -> None:
+        """Run a rebalance callback, its duration recorded in the metrics (even when it raised)."""
+        started = time.monotonic()
+        try:
+            call()
+        finally:
+            if self.metrics is not None:
+                self.metrics.callback_finished(kind.name.lower(), time.monotonic() - started)
 
     # -- commits ---------------------------------------------------------------------------------
 

@@ -32,10 +32,11 @@ from .manual_assignment import ManualAssignment
 from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
 from .member.model import LeaveReason, TopicIdPartition
 from .member.queries import QueryTimedOutError
+from .metrics import ConsumerMetrics
 from .offset_arguments import commit_offsets, offsets_argument
 from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
-from .statistics import GroupStatistics
+from .statistics import consumer_statistics
 from .subscription import SubscriptionPattern
 from .tls import connection_security
 
@@ -87,11 +88,9 @@ class Consumer(HandleFacade):
         self._member_id = new_member_id()
         self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
         rd_config = self._config.librdkafka_config()
-        self._statistics: GroupStatistics | None = None
-        if fetch and self._config.group_id is not None and callable(rd_config.get("stats_cb")):
-            isolation = self._config.librdkafka_passthrough.get("isolation.level")
-            self._statistics = GroupStatistics(read_committed=isolation == "read_committed")
-            rd_config["stats_cb"] = self._statistics.wrap(rd_config["stats_cb"])
+        self._metrics = ConsumerMetrics(owned=self._owned, positions=self._positions)
+        group, isolation = self._config.group_id is not None, settings.get("isolation.level")
+        self._statistics = consumer_statistics(rd_config, isolation, group, self._metrics) if fetch else None
         self._fetcher: Fetcher | MembershipOnlyFetcher = (
             Fetcher(rd_config, self._config.group_id) if fetch else MembershipOnlyFetcher()
         )
@@ -111,10 +110,12 @@ class Consumer(HandleFacade):
                 self._background,
                 assignors=self._assignors,
                 security=self._security,
+                metrics=self._metrics,
             )
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
             self._app.statistics = self._statistics
+            self._app.metrics = self._metrics
             if self._statistics is not None:
                 self._statistics.member = self._app
             if self._assignors is not None:
@@ -542,7 +543,18 @@ class Consumer(HandleFacade):
             self._config.group_id, epoch, self._member_id, self._config.group_instance_id
         )
 
+    def metrics(self) -> dict[str, float]:
+        """This consumer's metrics by the Java consumer's names (rebalances, heartbeats, commits,
+        callbacks, fetching): `kconsumer.client.metrics` and docs/operations.md list them."""
+        return self._metrics.snapshot()
+
     # -- helpers -------------------------------------------------------------------------------------
+
+    def _owned(self) -> set[tuple[str, int]]:
+        return self._app.owned_keys() if self._app is not None else set(self._fetcher.assigned())
+
+    def _positions(self, keys: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return {key: offset for key, (offset, _epoch) in self._fetcher.positions(keys).items()}
 
     def _wait(self, done: Any, timeout: float, raise_errors: bool = True) -> None:
         """Run the application-thread work until `done(app)` or `timeout` seconds."""

@@ -67,6 +67,9 @@ class Fetcher:
         self._assigned: set[tuple[str, int]] = set()
         #: Records taken from librdkafka, not yet handed to the application (in order).
         self.buffer: deque[Message] = deque()
+        #: Where `pause` sent partitions back to (librdkafka reports no position after a seek
+        #: until it delivers a record again: this one stands in for it until then).
+        self._rewound: dict[Key, tuple[int, int | None]] = {}
         #: Topics whose metadata this handle has fetched (see `_learn_topics`).
         self._known_topics: set[str] = set()
         self._closed = False
@@ -116,6 +119,8 @@ class Fetcher:
         ]
         if gone:
             self._drop_buffered({(tp.topic, tp.partition) for tp in gone})
+            for tp in gone:
+                self._rewound.pop((tp.topic, tp.partition), None)
             self._handle.incremental_unassign(gone)
             self._assigned.difference_update((tp.topic, tp.partition) for tp in gone)
 
@@ -132,12 +137,13 @@ class Fetcher:
         rest = [TopicPartition(t, p) for t, p in wanted if (t, p) not in result]
         if rest:
             for tp in self._handle.position(rest):
+                key = (tp.topic, tp.partition)
                 if tp.offset >= 0:
+                    self._rewound.pop(key, None)
                     epoch = tp.leader_epoch
-                    result[(tp.topic, tp.partition)] = (
-                        tp.offset,
-                        None if epoch is None or epoch < 0 else epoch,
-                    )
+                    result[key] = (tp.offset, None if epoch is None or epoch < 0 else epoch)
+                elif key in self._rewound:
+                    result[key] = self._rewound[key]
         return result
 
     # -- records ---------------------------------------------------------------------------------
@@ -200,12 +206,14 @@ class Fetcher:
         dropped = self._drop_buffered({(tp.topic, tp.partition) for tp in partitions})
         for (topic, partition), (offset, epoch) in dropped.items():
             self._handle.seek(_at(topic, partition, offset, epoch))
+            self._rewound[(topic, partition)] = (offset, epoch)
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
         self._handle.resume(list(partitions))
 
     def seek(self, partition: TopicPartition) -> None:
         self._drop_buffered({(partition.topic, partition.partition)})
+        self._rewound.pop((partition.topic, partition.partition), None)
         self._handle.seek(partition)
 
     def position_of(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
@@ -214,6 +222,8 @@ class Fetcher:
         buffered = self._buffered_positions({(tp.topic, tp.partition) for tp in partitions})
         for index, tp in enumerate(result):
             found = buffered.get((tp.topic, tp.partition))
+            if found is None and tp.offset < 0:
+                found = self._rewound.get((tp.topic, tp.partition))
             if found is not None:
                 result[index] = _at(tp.topic, tp.partition, *found)
         return result

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from .member.state import MemberState
+from .metrics import ConsumerMetrics
 
 Key = tuple[str, int]
 
@@ -69,23 +69,20 @@ class GroupStatistics:
         self._rebalances += 1
         self._last_rebalance = time.monotonic()
 
-    def wrap(self, user_callback: Callable[[str], Any]) -> Callable[[str], Any]:
-        """The stats_cb to give librdkafka: it calls `user_callback` with the rewritten JSON."""
-
-        def stats_cb(text: str) -> Any:
-            return user_callback(self.rewrite(text))
-
-        return stats_cb
-
     def rewrite(self, text: str) -> str:
         """The statistics JSON `text` with the group's fields filled in."""
-        member = self.member
         try:
             stats = json.loads(text)
         except ValueError:
             return text
+        return text if self.member is None else self.rewrite_parsed(stats)
+
+    def rewrite_parsed(self, stats: dict[str, Any]) -> str:
+        """The parsed statistics `stats` (changed in place) with the group's fields filled in,
+        as JSON."""
+        member = self.member
         if member is None:
-            return text
+            return json.dumps(stats)
         now = time.monotonic()
         owned = member.owned_keys()
         stats["cgrp"] = {
@@ -118,3 +115,63 @@ def _lag(end: int, offset: int | None) -> int:
     if offset is None or offset < 0 or end < 0:
         return -1
     return max(0, end - offset)
+
+
+#: How often the fetch handle reports statistics for `Consumer.metrics()` when the application
+#: sets no ``statistics.interval.ms`` (librdkafka's default is 0: never).
+METRICS_STATISTICS_INTERVAL_MS = 5000
+
+
+def route_statistics(
+    rd_config: dict[str, Any],
+    metrics: ConsumerMetrics,
+    group: GroupStatistics | None,
+    read_committed: bool,
+) -> None:
+    """Install the fetch handle's stats_cb: each report feeds the fetch metrics and, when the
+    application has a ``stats_cb``, goes to it (with the group's fields when `group` is given).
+
+    The handle reports every ``statistics.interval.ms`` (`METRICS_STATISTICS_INTERVAL_MS` when
+    the application did not set it, so the fetch metrics work by default; ``0`` turns them off).
+    An application ``stats_cb`` is called only when the application set an interval, as
+    confluent-kafka calls it only then."""
+    user_callback = rd_config.get("stats_cb") if callable(rd_config.get("stats_cb")) else None
+    interval = rd_config.get("statistics.interval.ms")
+    forward = user_callback is not None and interval is not None and _positive(interval)
+    if interval is None:
+        rd_config["statistics.interval.ms"] = METRICS_STATISTICS_INTERVAL_MS
+
+    def stats_cb(text: str) -> Any:
+        try:
+            stats = json.loads(text)
+        except ValueError:
+            return user_callback(text) if forward and user_callback is not None else None
+        metrics.fetch_statistics(stats, read_committed)
+        if not forward or user_callback is None:
+            return None
+        return user_callback(group.rewrite_parsed(stats) if group is not None else text)
+
+    rd_config["stats_cb"] = stats_cb
+
+
+def consumer_statistics(
+    rd_config: dict[str, Any],
+    isolation_level: Any,
+    group: bool,
+    metrics: ConsumerMetrics,
+) -> GroupStatistics | None:
+    """Route a fetching consumer's statistics (`route_statistics`); the `GroupStatistics` that
+    rewrites them for the application's ``stats_cb`` when it has one and a group (else None)."""
+    read_committed = isolation_level == "read_committed"
+    statistics = GroupStatistics(read_committed) if group and callable(rd_config.get("stats_cb")) else None
+    route_statistics(rd_config, metrics, statistics, read_committed)
+    return statistics
+
+
+def _positive(value: Any) -> bool:
+    """Whether a ``statistics.interval.ms`` value is a positive number (an invalid one is
+    left to librdkafka, which refuses it naming the key)."""
+    try:
+        return int(value) > 0
+    except (TypeError, ValueError):
+        return True

@@ -132,6 +132,35 @@ def test_pause_and_resume(cluster: ReferenceCluster) -> None:
     compare("pause and resume", scenario, cluster)
 
 
+def test_a_paused_partition_keeps_its_position_and_commits_it(cluster: ReferenceCluster) -> None:
+    """Pausing a partition whose records are already fetched: position() still says where the
+    application is, commit() commits it, and resume() goes on from there."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("paused-position", 1)
+        cluster.produce(topic, [b"r-%d" % i for i in range(20)], partition=0)
+        group = run.group("paused-position")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        first = read(consumer, 5)
+        partition = [TopicPartition(topic, 0)]
+        consumer.pause(partition)
+        drain(consumer, 0.5)
+        position = consumer.position(partition)[0].offset
+        committed = consumer.commit(asynchronous=False)
+        consumer.resume(partition)
+        after = read(consumer, 15)
+        return {
+            "read first": [m.offset() for m in first],
+            "position while paused": position,
+            "committed while paused": [(tp.partition, tp.offset) for tp in committed or []],
+            "group offset": list(cluster.committed(group).values()),
+            "after resume": [m.offset() for m in after][:3],
+        }
+
+    compare("pause keeps the position", scenario, cluster)
+
+
 def test_every_public_method_of_confluent_kafkas_consumer_exists() -> None:
     """The API surface: what a confluent-kafka program can call, kconsumer's Consumer has."""
     import confluent_kafka

@@ -175,7 +175,9 @@ BUILDERS: dict[int, Builder] = {
     ApiKey.DESCRIBE_GROUPS: lambda v, tid: classic.DescribeGroupsRequest(groups=["g", "classic"]),
     ApiKey.OFFSET_DELETE: lambda v, tid: OffsetDeleteRequest(
         group_id="g",
-        topics=[OffsetDeleteRequestTopic(name="t", partitions=[OffsetDeleteRequestPartition(partition_index=0)])],
+        topics=[
+            OffsetDeleteRequestTopic(name="t", partitions=[OffsetDeleteRequestPartition(partition_index=0)])
+        ],
     ),
 }
 

@@ -84,7 +84,7 @@ from .effects import (
 from .model import CallbackKind, Ids, MemberConfig, PartitionOffset, TopicIdPartition
 from .offset_requests import commit_error, fetch_result
 from .queries import Progress, Queries
-from .state import MemberState
+from .state import MemberState, log_transition
 
 log = logging.getLogger("kconsumer")
 
@@ -108,10 +108,12 @@ class MemberSession:
         member_id: str,
         now_ms: int,
         rand: Callable[[], float] | None = None,
+        on_state_change: Callable[[MemberState, MemberState], None] | None = None,
     ) -> None:
-        """`bootstrap` are the addresses to start from (`cluster.parse_bootstrap`); the other
-        arguments are `MemberCore`'s."""
+        """`bootstrap`: the addresses to start from; `on_state_change(before, after)` observes
+        each state transition (metrics); the other arguments are `MemberCore`'s."""
         self.config = config
+        self._on_state_change = on_state_change
         self.core = MemberCore(config, member_id, now_ms, rand)
         self.cluster = ClusterView(bootstrap)
         self._dispatch = Dispatcher(Ids())
@@ -197,14 +199,9 @@ class MemberSession:
         before = core.state
         effects = core.handle(event, self._now)
         if core.state is not before:
-            log.info(
-                "member %s of group %s: %s -> %s (epoch %d)",
-                core.member_id,
-                self.config.group_id,
-                before.name,
-                core.state.name,
-                core.member_epoch,
-            )
+            log_transition(self.config.group_id, core.member_id, before, core.state, core.member_epoch)
+            if self._on_state_change is not None:
+                self._on_state_change(before, core.state)
         for effect in effects:
             _EXECUTE[type(effect)](self, effect)
 

@@ -9,9 +9,12 @@ row answers "how can the member get here?".
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 
 from ...errors import KConsumerError
+
+log = logging.getLogger("kconsumer")
 
 
 class MemberState(enum.Enum):
@@ -86,3 +89,8 @@ def check_transition(current: MemberState, target: MemberState) -> MemberState:
     if not is_allowed(current, target):
         raise IllegalTransitionError(current, target)
     return target
+
+
+def log_transition(group: str, member: str, before: MemberState, after: MemberState, epoch: int) -> None:
+    """The one INFO line of a member state change."""
+    log.info("member %s of group %s: %s -> %s (epoch %d)", member, group, before.name, after.name, epoch)

@@ -15,10 +15,13 @@ import concurrent.futures
 import logging
 import queue
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import ErrorCode, KConsumerError
+from ...protocol.api import ApiKey
+from ...protocol.schema import Message
 from ..config import ConsumerConfig
 from ..local_assignors import LocalAssignors
 from ..member import MemberSession, MemberState
@@ -26,11 +29,12 @@ from ..member.cluster import parse_bootstrap
 from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
 from ..member.events import AssignorFinished, Event, RequestFailed, ResponseReceived, Tick
 from ..member.model import TopicIdPartition
+from ..metrics import ConsumerMetrics
 from ..sasl import AuthenticationFailedError
 from ..tls import ConnectionSecurity
 from .authentication import SaslAuthenticator
 from .background import BackgroundLoop
-from .connection import Address, RequestTimeoutError, TransportError
+from .connection import Address, BrokerConnection, RequestTimeoutError, TransportError
 from .connections import Connections
 
 log = logging.getLogger("kconsumer")
@@ -46,6 +50,13 @@ BUSY_STATES = frozenset(
         MemberState.LEAVING,
     }
 )
+
+#: Requests whose round trip the metrics record, by kind.
+_TIMED: dict[int, str] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: "heartbeat",
+    ApiKey.HEARTBEAT: "heartbeat",
+    ApiKey.OFFSET_COMMIT: "commit",
+}
 
 #: Builds a query event from its token and deadline (milliseconds on the loop's clock).
 QueryFactory = Callable[[int, int], Event]
@@ -65,6 +76,7 @@ class MemberRuntime:
         background: BackgroundLoop,
         assignors: LocalAssignors | None = None,
         security: ConnectionSecurity | None = None,
+        metrics: ConsumerMetrics | None = None,
     ) -> None:
         self.config = config
         self.group_id = config.require_group()
@@ -79,6 +91,9 @@ class MemberRuntime:
             SaslAuthenticator(security.sasl) if security is not None and security.sasl is not None else None,
         )
         self._bg = background
+        self._metrics = metrics
+        if metrics is not None:
+            metrics.member_epoch = lambda: max(self.member_epoch, 0)
         self._assignors = assignors
         self._assign_thread: concurrent.futures.ThreadPoolExecutor | None = None
         if assignors is not None:
@@ -135,7 +150,12 @@ class MemberRuntime:
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self._session = MemberSession(
-            self.config.member_config(), self._bootstrap, self.member_id, _now_ms(loop), rand=random.random
+            self.config.member_config(),
+            self._bootstrap,
+            self.member_id,
+            _now_ms(loop),
+            rand=random.random,
+            on_state_change=None if self._metrics is None else self._metrics.member_state_changed,
         )
 
     def _ask(self, query: QueryFactory, timeout_ms: int, future: concurrent.futures.Future[Any]) -> None:
@@ -197,10 +217,14 @@ class MemberRuntime:
 
     async def _request(self, effect: SendRequest) -> None:
         event: Event
+        timed = _TIMED.get(effect.request.API_KEY) if self._metrics is not None else None
         try:
             connection = await self._connections.get(Address(effect.node.host, effect.node.port))
             timeout_s = None if effect.timeout_ms is None else effect.timeout_ms / 1000
-            response = await connection.request(effect.request, effect.version, timeout_s)
+            if timed is None:
+                response = await connection.request(effect.request, effect.version, timeout_s)
+            else:
+                response = await self._timed_request(connection, effect, timeout_s, timed)
         except RequestTimeoutError as exc:
             event = RequestFailed(effect.request_id, ErrorCode.REQUEST_TIMED_OUT, str(exc))
         except AuthenticationFailedError as exc:
@@ -210,6 +234,20 @@ class MemberRuntime:
         else:
             event = ResponseReceived(effect.request_id, response)
         self._handle(event)
+
+    async def _timed_request(
+        self, connection: BrokerConnection, effect: SendRequest, timeout_s: float | None, kind: str
+    ) -> Message:
+        """A heartbeat or commit, its round trip recorded in the metrics."""
+        metrics = self._metrics
+        assert metrics is not None
+        if kind == "heartbeat":
+            metrics.heartbeat_sent()
+        started = time.monotonic()
+        response = await connection.request(effect.request, effect.version, timeout_s)
+        elapsed = time.monotonic() - started
+        (metrics.heartbeat_answered if kind == "heartbeat" else metrics.commit_answered)(elapsed)
+        return response
 
     def _run_assignor(self, effect: RunAssignor) -> None:
         self._spawn(self._assign(effect))

@@ -1,0 +1,209 @@
+"""Consumer.metrics(): the values say what happened (rebalances, callbacks, commits, heartbeats,
+partitions, records and lag), in integration runs on the reference cluster; the windowed
+statistics and the rebalance rules (Kafka's new consumer) with a fake clock."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from confluent_kafka import TopicPartition
+from consumer_harness import config, fast_cluster, wait_until
+
+from kconsumer import Consumer
+from kconsumer.client.member.state import MemberState
+from kconsumer.client.metrics import WINDOW_S, ConsumerMetrics
+
+S = MemberState
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rebalances_start_in_reconciling_and_end_at_acknowledging_or_stable() -> None:
+    clock = Clock()
+    metrics = ConsumerMetrics(clock=clock)
+    assert math.isnan(metrics.snapshot()["rebalance-latency-avg"])
+    assert metrics.snapshot()["last-rebalance-seconds-ago"] == -1
+    for before, after, advance in [
+        (S.UNSUBSCRIBED, S.JOINING, 0.0),
+        (S.JOINING, S.RECONCILING, 0.5),
+        (S.RECONCILING, S.ACKNOWLEDGING, 0.2),  # 200 ms
+        (S.ACKNOWLEDGING, S.STABLE, 0.1),  # not a rebalance end: it already ended
+        (S.STABLE, S.RECONCILING, 5.0),
+        (S.RECONCILING, S.STABLE, 0.6),  # 600 ms
+        (S.STABLE, S.RECONCILING, 1.0),
+        (S.RECONCILING, S.FENCED, 0.3),  # failed
+        (S.FENCED, S.JOINING, 0.1),  # no rebalance in progress: nothing more fails
+        (S.JOINING, S.FATAL, 0.1),
+    ]:
+        clock.now += advance
+        metrics.member_state_changed(before, after)
+    clock.now += 2.5
+    values = metrics.snapshot()
+    assert values["rebalance-total"] == 2
+    assert math.isclose(values["rebalance-latency-avg"], 400.0) and math.isclose(
+        values["rebalance-latency-max"], 600.0
+    )
+    assert math.isclose(values["rebalance-latency-total"], 800.0)
+    assert values["failed-rebalance-total"] == 1
+    assert values["last-rebalance-seconds-ago"] == 4  # whole seconds since the second one ended
+    clock.now += WINDOW_S + 1
+    later = metrics.snapshot()
+    assert math.isnan(later["rebalance-latency-avg"]) and later["rebalance-total"] == 2
+    assert later["rebalance-rate-per-hour"] == 0
+
+
+def test_fetch_metrics_come_from_librdkafkas_statistics() -> None:
+    clock = Clock()
+    owned = {("orders", 0), ("orders", 1)}
+    positions = {("orders", 0): 40}  # partition 1: nothing consumed yet, no position
+    metrics = ConsumerMetrics(owned=lambda: owned, positions=lambda keys: positions, clock=clock)
+
+    def report(records: int, size: int) -> dict[str, Any]:
+        return {
+            "rxmsgs": records,
+            "rxmsg_bytes": size,
+            "brokers": {
+                "b1": {"nodeid": 1, "rtt": {"cnt": 3, "avg": 2000, "max": 9000}},
+                "b2": {"nodeid": 2, "rtt": {"cnt": 1, "avg": 6000, "max": 6000}},
+                "bootstrap": {"nodeid": -1, "rtt": {"cnt": 5, "avg": 99000, "max": 99000}},
+            },
+            "topics": {
+                "orders": {
+                    "partitions": {
+                        "0": {"hi_offset": 100, "ls_offset": 90, "app_offset": 40},
+                        "1": {"hi_offset": 50, "ls_offset": 50, "app_offset": -1001},
+                        "2": {"hi_offset": 500, "ls_offset": 500, "app_offset": 0},  # not owned
+                        "-1": {"hi_offset": -1, "app_offset": -1},
+                    }
+                }
+            },
+        }
+
+    metrics.fetch_statistics(report(100, 10_000), read_committed=False)
+    clock.now += 2
+    metrics.fetch_statistics(report(300, 30_000), read_committed=False)
+    values = metrics.snapshot()
+    assert values["records-consumed-total"] == 300 and values["bytes-consumed-total"] == 30_000
+    assert values["records-consumed-rate"] == 100 and values["bytes-consumed-rate"] == 10_000
+    assert values["fetch-latency-avg"] == 3.0 and values["fetch-latency-max"] == 9.0  # ms, brokers only
+    assert values["records-lag-max"] == 60
+    assert values["assigned-partitions"] == 2
+    metrics.fetch_statistics(report(300, 30_000), read_committed=True)
+    assert metrics.snapshot()["records-lag-max"] == 50
+
+
+def test_metrics_follow_a_group_that_rebalances() -> None:
+    callbacks: dict[str, int] = {"assign": 0, "revoke": 0}
+
+    def on_assign(_consumer: Any, _partitions: list[TopicPartition]) -> None:
+        callbacks["assign"] += 1
+        time.sleep(0.05)
+
+    def on_revoke(_consumer: Any, _partitions: list[TopicPartition]) -> None:
+        callbacks["revoke"] += 1
+
+    with fast_cluster() as cluster:
+        cluster.create_topic("orders", 4)
+        cluster.produce("orders", [f"v{i}" for i in range(40)])
+        settings = config(
+            cluster.bootstrap_servers, "metered", statistics_interval_ms=100, client_id="first-app"
+        )
+        first = Consumer(settings)
+        first.subscribe(["orders"], on_assign=on_assign, on_revoke=on_revoke)
+        consumed = 0
+        commits = 0
+        deadline = time.monotonic() + 20
+        while consumed < 40 and time.monotonic() < deadline:
+            message = first.poll(0.1)
+            if message is not None and not message.error():
+                consumed += 1
+                if consumed % 10 == 0:
+                    first.commit(message=message, asynchronous=False)
+                    commits += 1
+        assert consumed == 40
+
+        second = Consumer(config(cluster.bootstrap_servers, "metered"))
+        second.subscribe(["orders"])
+
+        def rebalanced() -> bool:
+            first.poll(0.05)
+            second.poll(0.05)
+            described = cluster.describe_group("metered")
+            return (
+                described is not None
+                and described.state == "Stable"
+                and len(described.members) == 2
+                and all(m.assignment for m in described.members.values())
+                and len(first.assignment()) == 2
+            )
+
+        wait_until(rebalanced, what="the second member taking half of the partitions")
+        wait_until(lambda: first.poll(0.05) is None and first.metrics()["records-consumed-total"] >= 40)
+        values = first.metrics()
+        described = cluster.describe_group("metered")
+        assert described is not None
+        try:
+            # One reconciliation per callback here: joining (assigned), giving two away (revoked).
+            assert values["rebalance-total"] == callbacks["assign"] + callbacks["revoke"] == 2
+            assert values["failed-rebalance-total"] == 0
+            assert values["rebalance-latency-max"] >= 50  # the slow on_assign is part of it
+            assert values["partition-assigned-latency-max"] >= 50
+            assert callbacks["revoke"] >= 1 and not math.isnan(values["partition-revoked-latency-avg"])
+            assert values["commit-total"] == commits
+            assert values["commit-latency-max"] > 0
+            assert values["heartbeat-total"] > 0 and 0 < values["heartbeat-response-time-max"] < 1000
+            assert values["last-heartbeat-seconds-ago"] in (0, 1)
+            assert values["assigned-partitions"] == len(first.assignment()) == 2
+            own = next(m for m in described.members.values() if m.client_id == "first-app")
+            assert values["member-epoch"] == own.member_epoch
+            assert values["records-consumed-total"] >= 40 and values["bytes-consumed-total"] > 0
+            assert 0 < values["fetch-latency-avg"] < 1000
+        finally:
+            second.close()
+            first.close()
+
+
+def test_lag_is_the_high_watermark_minus_the_application_position() -> None:
+    with fast_cluster() as cluster:
+        cluster.create_topic("backlog", 1)
+        cluster.produce("backlog", [f"v{i}" for i in range(50)])
+        consumer = Consumer(config(cluster.bootstrap_servers, "lagging", statistics_interval_ms=100))
+        consumer.subscribe(["backlog"])
+        try:
+            seen = 0
+            deadline = time.monotonic() + 20
+            while seen < 10 and time.monotonic() < deadline:
+                message = consumer.poll(0.1)
+                if message is not None and not message.error():
+                    seen += 1
+            consumer.pause([TopicPartition("backlog", 0)])
+            wait_until(lambda: consumer.poll(0.05) is None and consumer.metrics()["records-lag-max"] == 40)
+            assert consumer.metrics()["assigned-partitions"] == 1
+        finally:
+            consumer.close()
+
+
+def test_an_application_stats_cb_is_called_only_with_an_interval_as_in_confluent_kafka() -> None:
+    reports: list[str] = []
+    with fast_cluster() as cluster:
+        cluster.create_topic("quiet", 1)
+        cluster.produce("quiet", ["x"])
+        consumer = Consumer({**config(cluster.bootstrap_servers, "quiet"), "stats_cb": reports.append})
+        consumer.subscribe(["quiet"])
+        try:
+            wait_until(lambda: consumer.poll(0.1) is not None)
+            deadline = time.monotonic() + 6  # past kconsumer's own 5 s statistics interval
+            while time.monotonic() < deadline:
+                consumer.poll(0.1)
+            assert reports == []
+            assert consumer.metrics()["records-consumed-total"] == 1  # the metrics still got them
+        finally:
+            consumer.close()
