@@ -301,6 +301,7 @@ class AppThread:
         positions = self.positions(work.partitions)
         reported = positions if self.auto_store else self.commit_offsets(work.partitions)
         keys = [(tp.topic, tp.partition) for tp in work.partitions]
+        log.debug("group %s: stop fetching %s", self.runtime.group_id, sorted(keys))
         self._fetcher.unassign(keys)
         for key in keys:
             self.state.owned.pop(key, None)
@@ -342,6 +343,9 @@ class AppThread:
     def _start(self, work: StartFetching) -> None:
         if self.statistics is not None and work.positions:
             self.statistics.rebalanced()
+        if work.positions and log.isEnabledFor(logging.DEBUG):
+            keys = sorted((p.partition.topic, p.partition.partition) for p in work.positions)
+            log.debug("group %s: start fetching %s", self.runtime.group_id, keys)
         resolved = self._resolve_resets(work)
         assign = []
         for position in work.positions:

@@ -37,6 +37,41 @@ Key = tuple[str, int]
 WINDOW_S = 60.0
 NAN = math.nan
 
+#: Every metric: (unit, meaning). Names ending in ``-total`` are cumulative counts or sums.
+METRICS: dict[str, tuple[str, str]] = {
+    "rebalance-latency-avg": ("ms", "average time a rebalance took (RECONCILING to reconciled)"),
+    "rebalance-latency-max": ("ms", "longest rebalance in the window"),
+    "rebalance-latency-total": ("ms", "time spent in rebalances"),
+    "rebalance-total": ("1", "rebalances completed"),
+    "rebalance-rate-per-hour": ("1/h", "rebalances per hour over the window"),
+    "failed-rebalance-total": ("1", "rebalances cut short by fencing, a poll timeout or a fatal error"),
+    "failed-rebalance-rate-per-hour": ("1/h", "failed rebalances per hour over the window"),
+    "last-rebalance-seconds-ago": ("s", "seconds since the last rebalance completed (-1: never)"),
+    "heartbeat-response-time-max": ("ms", "slowest heartbeat round trip in the window"),
+    "heartbeat-rate": ("1/s", "heartbeats sent per second"),
+    "heartbeat-total": ("1", "heartbeats sent"),
+    "last-heartbeat-seconds-ago": ("s", "seconds since the last heartbeat was sent (-1: never)"),
+    "commit-latency-avg": ("ms", "average OffsetCommit round trip"),
+    "commit-latency-max": ("ms", "slowest OffsetCommit round trip in the window"),
+    "commit-rate": ("1/s", "offset commits per second"),
+    "commit-total": ("1", "offset commits answered"),
+    "partition-assigned-latency-avg": ("ms", "average time on_partitions_assigned took"),
+    "partition-assigned-latency-max": ("ms", "longest on_partitions_assigned in the window"),
+    "partition-revoked-latency-avg": ("ms", "average time on_partitions_revoked took"),
+    "partition-revoked-latency-max": ("ms", "longest on_partitions_revoked in the window"),
+    "partition-lost-latency-avg": ("ms", "average time on_partitions_lost took"),
+    "partition-lost-latency-max": ("ms", "longest on_partitions_lost in the window"),
+    "assigned-partitions": ("1", "partitions the member owns"),
+    "member-epoch": ("1", "the member's epoch in its group (0 outside it)"),
+    "records-consumed-total": ("1", "records fetched from the brokers"),
+    "bytes-consumed-total": ("By", "record bytes fetched from the brokers"),
+    "records-consumed-rate": ("1/s", "records fetched per second between the last two reports"),
+    "bytes-consumed-rate": ("By/s", "bytes fetched per second between the last two reports"),
+    "fetch-latency-avg": ("ms", "average broker round trip of the fetch handle's requests"),
+    "fetch-latency-max": ("ms", "slowest broker round trip of the fetch handle's requests"),
+    "records-lag-max": ("1", "largest lag (end of log minus position) of an owned partition"),
+}
+
 #: States in which a rebalance in progress has failed (Kafka: transitionToFenced / ToFatal).
 _FAILING_STATES = frozenset({MemberState.FENCED, MemberState.FATAL, MemberState.STALE})
 _REBALANCE_ENDS = frozenset({MemberState.ACKNOWLEDGING, MemberState.STABLE})

@@ -207,3 +207,34 @@ def test_an_application_stats_cb_is_called_only_with_an_interval_as_in_confluent
             assert consumer.metrics()["records-consumed-total"] == 1  # the metrics still got them
         finally:
             consumer.close()
+
+
+def test_every_reported_metric_is_described() -> None:
+    from kconsumer.client.metrics import METRICS
+
+    metrics = ConsumerMetrics()
+    metrics.fetch_statistics({"rxmsgs": 1, "rxmsg_bytes": 1}, read_committed=False)
+    assert set(metrics.snapshot()) == set(METRICS)
+
+
+def test_membership_changes_log_one_structured_info_line_and_partitions_at_debug(
+    caplog: Any,
+) -> None:
+    import logging
+
+    with fast_cluster() as cluster:
+        cluster.create_topic("logged", 2)
+        consumer = Consumer(config(cluster.bootstrap_servers, "logged-group"))
+        with caplog.at_level(logging.DEBUG, logger="kconsumer"):
+            consumer.subscribe(["logged"])
+            wait_until(lambda: consumer.poll(0.05) is None and len(consumer.assignment()) == 2)
+            consumer.close()
+    client = [r for r in caplog.records if not r.name.startswith("kconsumer.broker")]  # not the cluster's
+    changes = [r for r in client if r.levelno == logging.INFO and hasattr(r, "member_state")]
+    assert [r.member_state for r in changes][:2] == ["JOINING", "RECONCILING"]
+    assert all(r.group_id == "logged-group" and r.member_id for r in changes)
+    assert any(r.member_state == "STABLE" and r.member_epoch > 0 for r in changes)
+    infos = [r.getMessage() for r in client if r.levelno >= logging.INFO]
+    assert not any("logged', 0" in text for text in infos)  # no partition list above DEBUG
+    debug = [r.getMessage() for r in client if r.levelno == logging.DEBUG]
+    assert any("start fetching [('logged', 0), ('logged', 1)]" in text for text in debug)

@@ -92,5 +92,15 @@ def check_transition(current: MemberState, target: MemberState) -> MemberState:
 
 
 def log_transition(group: str, member: str, before: MemberState, after: MemberState, epoch: int) -> None:
-    """The one INFO line of a member state change."""
-    log.info("member %s of group %s: %s -> %s (epoch %d)", member, group, before.name, after.name, epoch)
+    """The one INFO line of a member state change; its fields are also on the record (``extra``)
+    for structured logging: ``group_id``, ``member_id``, ``member_epoch``, ``member_state``."""
+    fields = {"group_id": group, "member_id": member, "member_epoch": epoch, "member_state": after.name}
+    log.info(
+        "member %s of group %s: %s -> %s (epoch %d)",
+        member,
+        group,
+        before.name,
+        after.name,
+        epoch,
+        extra=fields,
+    )
