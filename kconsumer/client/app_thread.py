@@ -8,6 +8,7 @@ commit and callback; no record of it is returned after that.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import queue
 import time
@@ -47,6 +48,16 @@ from .runtime.member_runtime import MemberRuntime
 from .statistics import GroupStatistics
 
 log = logging.getLogger("kconsumer")
+
+
+@dataclass
+class AwaitedCallback:
+    """A rebalance callback that returned an awaitable (a coroutine function's)."""
+
+    work: InvokeCallback
+    awaitable: Any
+    started: float
+
 
 Key = tuple[str, int]
 
@@ -129,7 +140,12 @@ class AppThread:
     def __init__(
         self, consumer: Any, fetcher: Fetcher | MembershipOnlyFetcher, runtime: MemberRuntime
     ) -> None:
-        self._consumer = consumer
+        #: What the rebalance callbacks get as their consumer argument.
+        self.callback_consumer: Any = consumer
+        #: Whether a callback may return an awaitable (the asyncio consumer awaits it).
+        self.awaitable_callbacks = False
+        #: The callback being awaited: no other work runs until `finish_awaited`.
+        self.awaiting: AwaitedCallback | None = None
         self._fetcher = fetcher
         self.runtime = runtime
         self.queue: queue.SimpleQueue[ApplicationWork] = runtime.app_queue
@@ -164,6 +180,8 @@ class AppThread:
         while self.state.commit_reports and self.on_commit is not None:
             self._report_commit(*self.state.commit_reports.pop(0))
         for _ in range(self.queue.qsize()):
+            if self.awaiting is not None:  # the rest waits until the awaited callback finished
+                break
             try:
                 work = self.queue.get_nowait()
             except queue.Empty:  # another thread calling into the consumer took it
@@ -394,7 +412,6 @@ class AppThread:
     # -- callbacks --------------------------------------------------------------------------------
 
     def _callback(self, work: InvokeCallback) -> None:
-        error: BaseException | None = None
         state = self.state
         if work.kind is CallbackKind.REVOKED:
             state.revoking = {(tp.topic, tp.partition): tp for tp in work.partitions}
@@ -402,28 +419,63 @@ class AppThread:
             state.assigning = {(tp.topic, tp.partition): tp for tp in work.partitions}
         elif work.kind is CallbackKind.LOST:
             state.losing = {(tp.topic, tp.partition): tp for tp in work.partitions}
+        started = time.monotonic()
         try:
-            self._invoke(work)
+            result = self._invoke(work)
         except Exception as exc:
-            error = exc
-            state.errors.append(exc)
-            log.error("kconsumer: %s callback raised %r", work.kind.value, exc)
-        finally:
-            state.assigning = {}
-            state.losing = {}
-            if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
-                state.revoking = {}
-                for tp in work.partitions:
-                    if (tp.topic, tp.partition) not in state.owned:
-                        state.stored.pop((tp.topic, tp.partition), None)
+            self._callback_done(work, started, exc)
+            return
+        if inspect.isawaitable(result):
+            if self.awaitable_callbacks:
+                self.awaiting = AwaitedCallback(work, result, started)  # the asyncio consumer awaits it
+                return
+            if inspect.iscoroutine(result):
+                result.close()
+            error = TypeError(f"{work.kind.value} returned an awaitable: use kconsumer.aio.AIOConsumer")
+            self._callback_done(work, started, error)
+            return
+        self._callback_done(work, started, None)
+
+    def finish_awaited(self, error: BaseException | None) -> None:
+        """The awaited callback (`awaiting`) finished, with `error` if it raised."""
+        awaited, self.awaiting = self.awaiting, None
+        assert awaited is not None
+        self._callback_done(awaited.work, awaited.started, error)
+
+    def _callback_done(self, work: InvokeCallback, started: float, error: BaseException | None) -> None:
+        """Record, clean up and report a finished rebalance callback."""
+        state = self.state
+        if self.metrics is not None and work.kind is not CallbackKind.ASSIGNMENT and self._has_callback(work):
+            self.metrics.callback_finished(work.kind.name.lower(), time.monotonic() - started)
+        if error is not None:
+            state.errors.append(error)
+            log.error("kconsumer: %s callback raised %r", work.kind.value, error)
+        state.assigning = {}
+        state.losing = {}
+        if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
+            state.revoking = {}
+            for tp in work.partitions:
+                if (tp.topic, tp.partition) not in state.owned:
+                    state.stored.pop((tp.topic, tp.partition), None)
         self.runtime.post(CallbackCompleted(work.callback_id, error))
 
-    def _invoke(self, work: InvokeCallback) -> None:
+    def _has_callback(self, work: InvokeCallback) -> bool:
+        callbacks = self.callbacks
+        if callbacks.listener is not None:
+            return True
+        if work.kind is CallbackKind.LOST:
+            return (callbacks.on_lost or callbacks.on_revoke) is not None
+        wanted = callbacks.on_assign if work.kind is CallbackKind.ASSIGNED else callbacks.on_revoke
+        return wanted is not None
+
+    def _invoke(self, work: InvokeCallback) -> object:
+        """Call the application's callback for `work`; its return value (an awaitable for a
+        coroutine function)."""
         callbacks = self.callbacks
         if work.kind is CallbackKind.ASSIGNMENT:
             if callbacks.on_assignment is not None:
                 callbacks.on_assignment(work)
-            return
+            return None
         partitions = [TopicPartition(tp.topic, tp.partition) for tp in work.partitions]
         listener = callbacks.listener
         if listener is not None:
@@ -432,24 +484,13 @@ class AppThread:
                 CallbackKind.REVOKED: listener.on_partitions_revoked,
                 CallbackKind.LOST: listener.on_partitions_lost,
             }[work.kind]
-            self._timed(work.kind, lambda: method(partitions))
-            return
+            return method(partitions)
         function = {
             CallbackKind.ASSIGNED: callbacks.on_assign,
             CallbackKind.REVOKED: callbacks.on_revoke,
             CallbackKind.LOST: callbacks.on_lost or callbacks.on_revoke,
         }[work.kind]
-        if function is not None:
-            self._timed(work.kind, lambda: function(self._consumer, partitions))
-
-    def _timed(self, kind: CallbackKind, call: Callable[[], object]) -> None:
-        """Run a rebalance callback, its duration recorded in the metrics (even when it raised)."""
-        started = time.monotonic()
-        try:
-            call()
-        finally:
-            if self.metrics is not None:
-                self.metrics.callback_finished(kind.name.lower(), time.monotonic() - started)
+        return None if function is None else function(self.callback_consumer, partitions)
 
     # -- commits ---------------------------------------------------------------------------------
 

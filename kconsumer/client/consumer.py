@@ -37,7 +37,7 @@ from .offset_arguments import commit_offsets, offsets_argument
 from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
 from .statistics import consumer_statistics
-from .subscription import SubscriptionPattern
+from .subscription import SubscriptionPattern, parse_subscription
 from .tls import connection_security
 
 log = logging.getLogger("kconsumer")
@@ -166,12 +166,16 @@ class Consumer(HandleFacade):
                 except KafkaException as exc:
                     log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
         finally:
-            self._closed = True
-            if self._runtime is not None:
-                self._runtime.shutdown()
-            self._fetcher.close()
-            if self._background is not None:
-                self._background.stop()
+            self._release()
+
+    def _release(self) -> None:
+        """Release every resource (after leaving the group, or giving up on it)."""
+        self._closed = True
+        if self._runtime is not None:
+            self._runtime.shutdown()
+        self._fetcher.close()
+        if self._background is not None:
+            self._background.stop()
 
     # -- subscription --------------------------------------------------------------------------------
 
@@ -194,7 +198,7 @@ class Consumer(HandleFacade):
         runtime, app = self._group()
         if listener is not None and any(cb is not None for cb in (on_assign, on_revoke, on_lost)):
             raise ValueError("pass either a listener or on_assign/on_revoke/on_lost callbacks, not both")
-        names, pattern = _subscription(topics)
+        names, pattern = parse_subscription(topics)
         if pattern is not None and self._config.classic:
             raise ValueError(
                 "pattern subscriptions are resolved by the broker, which only the consumer protocol "
@@ -358,6 +362,17 @@ class Consumer(HandleFacade):
         return the committed offsets or raise KafkaException;
         asynchronous ones report to on_commit. Offsets of partitions this member does not own
         are never committed (CommitFailedError)."""
+        started = self._start_commit(message, offsets, asynchronous)
+        if not isinstance(started, int):
+            return started
+        self._wait(lambda a: started in a.state.commits, DEFAULT_API_TIMEOUT_S)
+        return self._finish_commit(started)
+
+    def _start_commit(
+        self, message: Message | None, offsets: Sequence[TopicPartition] | None, asynchronous: bool
+    ) -> int | list[TopicPartition] | None:
+        """Send the commit `commit()` describes: the token of a synchronous one to wait for,
+        else its result (None, or a manual assignment's committed offsets)."""
         runtime, app = self._group()
         offsets = offsets_argument(message, offsets, "commit")
         manual = not self._subscribed and bool(self._manual.partitions)
@@ -385,12 +400,13 @@ class Consumer(HandleFacade):
         token = self._commit_tokens
         app.state.requested[token] = explicit
         runtime.post(CommitRequested(token, explicit, sync=not asynchronous))
-        if asynchronous:
-            return None
-        self._wait(lambda a: token in a.state.commits, DEFAULT_API_TIMEOUT_S)
-        finished = app.state.commits.pop(token)
+        return None if asynchronous else token
+
+    def _finish_commit(self, token: int) -> list[TopicPartition]:
+        """The result of the synchronous commit `token` (it finished)."""
+        finished = self._group()[1].state.commits.pop(token)
         if finished.error is not None:
-            raise kafka_exception(finished.error, fatal=finished.error is app.state.fatal)
+            raise kafka_exception(finished.error, fatal=finished.error is self._group()[1].state.fatal)
         return committed_partitions(finished.offsets)
 
     def store_offsets(
@@ -576,24 +592,3 @@ class Consumer(HandleFacade):
                 return
             time.sleep(BUSY_SLICE_S)
         del runtime
-
-
-def _subscription(topics: Sequence[str] | SubscriptionPattern) -> tuple[tuple[str, ...], str | None]:
-    """(names, pattern) of a subscribe() argument."""
-    if isinstance(topics, SubscriptionPattern):
-        return (), topics.pattern
-    if isinstance(topics, str):
-        raise TypeError("subscribe() takes a list of topic names (or a SubscriptionPattern), not a string")
-    names = list(topics)
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise ValueError("subscribe() needs a non-empty list of non-empty topic names")
-    regexes = [n for n in names if n.startswith("^")]
-    if regexes and len(regexes) != len(names):
-        raise ValueError(
-            "cannot mix topic names and regular expressions ('^...') in one subscription: the "
-            "consumer group protocol carries one or the other"
-        )
-    if regexes:
-        pattern = regexes[0] if len(regexes) == 1 else "|".join(f"(?:{r})" for r in regexes)
-        return (), SubscriptionPattern(pattern).pattern
-    return tuple(dict.fromkeys(names)), None

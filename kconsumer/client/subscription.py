@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..patterns import InvalidPatternError, compile_pattern
 
 
@@ -35,3 +37,24 @@ class SubscriptionPattern:
 
     def __repr__(self) -> str:
         return f"SubscriptionPattern({self._pattern!r})"
+
+
+def parse_subscription(topics: Sequence[str] | SubscriptionPattern) -> tuple[tuple[str, ...], str | None]:
+    """(names, pattern) of a subscribe() argument."""
+    if isinstance(topics, SubscriptionPattern):
+        return (), topics.pattern
+    if isinstance(topics, str):
+        raise TypeError("subscribe() takes a list of topic names (or a SubscriptionPattern), not a string")
+    names = list(topics)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError("subscribe() needs a non-empty list of non-empty topic names")
+    regexes = [n for n in names if n.startswith("^")]
+    if regexes and len(regexes) != len(names):
+        raise ValueError(
+            "cannot mix topic names and regular expressions ('^...') in one subscription: the "
+            "consumer group protocol carries one or the other"
+        )
+    if regexes:
+        pattern = regexes[0] if len(regexes) == 1 else "|".join(f"(?:{r})" for r in regexes)
+        return (), SubscriptionPattern(pattern).pattern
+    return tuple(dict.fromkeys(names)), None
