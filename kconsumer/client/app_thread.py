@@ -51,12 +51,14 @@ log = logging.getLogger("kconsumer")
 
 
 @dataclass
-class AwaitedCallback:
-    """A rebalance callback that returned an awaitable (a coroutine function's)."""
+class Awaited:
+    """Work the asyncio consumer awaits before anything else runs: a rebalance callback that
+    returned an awaitable, or (`in_thread`) the blocking preparation of a StartFetching, to be
+    run in a worker thread. `finish(result, error)` completes the work."""
 
-    work: InvokeCallback
     awaitable: Any
-    started: float
+    finish: Callable[[Any, BaseException | None], None]
+    in_thread: bool = False
 
 
 Key = tuple[str, int]
@@ -144,8 +146,8 @@ class AppThread:
         self.callback_consumer: Any = consumer
         #: Whether a callback may return an awaitable (the asyncio consumer awaits it).
         self.awaitable_callbacks = False
-        #: The callback being awaited: no other work runs until `finish_awaited`.
-        self.awaiting: AwaitedCallback | None = None
+        #: The work being awaited: no other work runs until `finish_awaited`.
+        self.awaiting: Awaited | None = None
         self._fetcher = fetcher
         self.runtime = runtime
         self.queue: queue.SimpleQueue[ApplicationWork] = runtime.app_queue
@@ -172,15 +174,18 @@ class AppThread:
             and not state.error_events
         )
 
-    def run(self) -> None:
+    def run(self, inside_callback: bool = False) -> None:
         """Execute the work queued when the call started, then raise the first pending error (a
         fatal one every time). Work the member queues meanwhile (say, the assignment of a rejoin
         that a lost callback let go ahead) waits for the next call, so an error is raised by the
-        poll that ran the work reporting it, before anything that happened after it."""
+        poll that ran the work reporting it, before anything that happened after it.
+
+        While a callback is awaited, work waits for it, except when this call comes from inside
+        that callback (say, a commit awaited in ``on_revoke``): `inside_callback`."""
         while self.state.commit_reports and self.on_commit is not None:
             self._report_commit(*self.state.commit_reports.pop(0))
         for _ in range(self.queue.qsize()):
-            if self.awaiting is not None:  # the rest waits until the awaited callback finished
+            if self.awaiting is not None and not inside_callback:  # it waits for the callback
                 break
             try:
                 work = self.queue.get_nowait()
@@ -211,6 +216,11 @@ class AppThread:
     def _execute(self, work: ApplicationWork) -> None:
         if isinstance(work, StopFetching):
             self._stop(work)
+        elif isinstance(work, StartFetching) and self.awaitable_callbacks and work.positions:
+            # asyncio: the metadata and ListOffsets lookups block: a worker thread does them
+            self.awaiting = Awaited(
+                lambda: self._prepare_start(work), self._prepared_start(work), in_thread=True
+            )
         elif isinstance(work, StartFetching):
             self._start(work)
         elif isinstance(work, InvokeCallback):
@@ -358,13 +368,26 @@ class AppThread:
             log.debug("kconsumer: ListOffsets for reset positions failed (%r); librdkafka resolves them", exc)
             return {}
 
-    def _start(self, work: StartFetching) -> None:
+    def _prepare_start(self, work: StartFetching) -> dict[Key, int]:
+        """The blocking part of starting to fetch (thread-safe): the topics' metadata, and the
+        offsets of reset positions."""
+        self._fetcher.learn_topics({p.partition.topic for p in work.positions})
+        return self._resolve_resets(work)
+
+    def _prepared_start(self, work: StartFetching) -> Callable[[Any, BaseException | None], None]:
+        def finish(resolved: Any, error: BaseException | None) -> None:
+            self._start(work, {} if error is not None else resolved)
+
+        return finish
+
+    def _start(self, work: StartFetching, resolved: dict[Key, int] | None = None) -> None:
         if self.statistics is not None and work.positions:
             self.statistics.rebalanced()
         if work.positions and log.isEnabledFor(logging.DEBUG):
             keys = sorted((p.partition.topic, p.partition.partition) for p in work.positions)
             log.debug("group %s: start fetching %s", self.runtime.group_id, keys)
-        resolved = self._resolve_resets(work)
+        if resolved is None:
+            resolved = self._resolve_resets(work)
         assign = []
         for position in work.positions:
             tp = position.partition
@@ -427,7 +450,7 @@ class AppThread:
             return
         if inspect.isawaitable(result):
             if self.awaitable_callbacks:
-                self.awaiting = AwaitedCallback(work, result, started)  # the asyncio consumer awaits it
+                self.awaiting = Awaited(result, lambda _r, error: self._callback_done(work, started, error))
                 return
             if inspect.iscoroutine(result):
                 result.close()
@@ -436,11 +459,11 @@ class AppThread:
             return
         self._callback_done(work, started, None)
 
-    def finish_awaited(self, error: BaseException | None) -> None:
-        """The awaited callback (`awaiting`) finished, with `error` if it raised."""
+    def finish_awaited(self, result: Any, error: BaseException | None) -> None:
+        """The awaited work (`awaiting`) finished with `result`, or `error` if it raised."""
         awaited, self.awaiting = self.awaiting, None
         assert awaited is not None
-        self._callback_done(awaited.work, awaited.started, error)
+        awaited.finish(result, error)
 
     def _callback_done(self, work: InvokeCallback, started: float, error: BaseException | None) -> None:
         """Record, clean up and report a finished rebalance callback."""

@@ -70,7 +70,7 @@ class Fetcher:
         #: Where `pause` sent partitions back to (librdkafka reports no position after a seek
         #: until it delivers a record again: this one stands in for it until then).
         self._rewound: dict[Key, tuple[int, int | None]] = {}
-        #: Topics whose metadata this handle has fetched (see `_learn_topics`).
+        #: Topics whose metadata this handle has fetched (see `learn_topics`).
         self._known_topics: set[str] = set()
         self._closed = False
 
@@ -85,11 +85,11 @@ class Fetcher:
         """Start fetching `partitions` at their `offset` (an offset, or a logical reset position)."""
         new = [tp for tp in partitions if (tp.topic, tp.partition) not in self._assigned]
         if new:
-            self._learn_topics({tp.topic for tp in new})
+            self.learn_topics({tp.topic for tp in new})
             self._handle.incremental_assign(new)
             self._assigned.update((tp.topic, tp.partition) for tp in new)
 
-    def _learn_topics(self, topics: set[str]) -> None:
+    def learn_topics(self, topics: set[str]) -> None:
         """Have the handle fetch the metadata of topics it is about to fetch for the first time.
 
         Assigned a partition of a topic it has no metadata for, librdkafka finds no leader, asks
@@ -294,6 +294,9 @@ class MembershipOnlyFetcher:
         return []
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        pass
+
+    def learn_topics(self, topics: set[str]) -> None:
         pass
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:

@@ -1,0 +1,357 @@
+"""`AIOConsumer`: kconsumer for asyncio applications, on the consumer's own core.
+
+No thread per call: the group membership already runs on kconsumer's background loop, and
+everything the application side does (records, rebalance callbacks, commits, leaving) runs on
+the application's event loop, in small non-blocking steps:
+
+- records are taken from librdkafka's queue without waiting (``consume(n, 0)``, at most
+  `MAX_BATCH` per step so the loop is never held long); when there are none, the consumer
+  sleeps on the loop, 0.5 ms at first, doubling to `MAX_IDLE_S` while idle, and starts again
+  from 0.5 ms as soon as records flow;
+- rebalance callbacks run on the application's loop; a callback may be a coroutine function,
+  which is awaited before the member goes on (the revocation is acknowledged only after it
+  finished; no record of a revoked partition is returned after its ``on_revoke``). The callback
+  runs in a task of its own: cancelling the ``poll()`` that awaits it does not cancel it, the next
+  call keeps waiting for it;
+- commits, ``committed()``, ``unsubscribe()`` and ``close()`` wait for the member's answer on the
+  loop the same way; calls that block inside librdkafka (metadata, watermarks from the broker,
+  offsets for times, a manual assignment's commit) run in a worker thread.
+
+Cancellation: a cancelled ``poll()``/``consume()`` never holds a record (they are taken and
+returned in one step), so nothing is lost; a cancelled ``close()`` still leaves the group (the
+leave finishes in a shielded task) before the cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from ..client.app_thread import AppThread
+from ..client.consumer import DEFAULT_API_TIMEOUT_S, Consumer
+from ..client.kafka_errors import kafka_exception
+from ..client.listener import ConsumerRebalanceListener
+from ..client.member.events import Close, Unsubscribe
+from ..client.member.model import LeaveReason
+from ..client.subscription import SubscriptionPattern
+
+T = TypeVar("T")
+log = logging.getLogger("kconsumer")
+
+#: Most records taken from librdkafka in one step on the loop.
+MAX_BATCH = 1024
+#: The first and the longest sleep while no record is there.
+FIRST_IDLE_S = 0.0005
+MAX_IDLE_S = 0.005
+
+Callback = Callable[..., Any]
+
+
+class AIOConsumer:
+    """An asyncio consumer with `kconsumer.Consumer`'s configuration and semantics; see the
+    module docstring. Use ``async with AIOConsumer(config) as consumer`` or ``await close()``."""
+
+    def __init__(self, config: dict[str, Any], *, logger: Any = None) -> None:
+        """`config` takes the same keys as `kconsumer.Consumer` (ConfigError naming a bad one)."""
+        self._consumer = Consumer(config, logger=logger)
+        app = self._consumer._app
+        if app is not None:
+            app.callback_consumer = self
+            app.awaitable_callbacks = True
+        self._app: AppThread | None = app
+        self._idle = FIRST_IDLE_S
+        self._callback_task: asyncio.Future[Any] | None = None
+        self._closing: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AIOConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._records()
+
+    async def _records(self) -> AsyncIterator[Message]:
+        while True:
+            message = await self.poll(None)
+            if message is not None:
+                yield message
+
+    # -- the application side's work -------------------------------------------------------------
+
+    async def _run_app(self) -> None:
+        """Run the member's queued work (callbacks awaited); raise what it raised."""
+        app = self._app
+        if app is None:
+            return
+        task = self._callback_task
+        if task is not None and asyncio.current_task() is task:
+            app.run(inside_callback=True)  # the callback itself waits for something (a commit)
+            return
+        while True:
+            app.run()
+            awaited = app.awaiting
+            if awaited is None:
+                return
+            if self._callback_task is None:
+                if awaited.in_thread:
+                    running = asyncio.get_running_loop().run_in_executor(None, awaited.awaitable)
+                    self._callback_task = asyncio.ensure_future(running)
+                else:
+                    self._callback_task = asyncio.ensure_future(awaited.awaitable)
+            task = self._callback_task
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.done():
+                    raise  # this call was cancelled: the callback goes on, the next call waits for it
+            except Exception:
+                pass
+            self._callback_task = None
+            if task.cancelled():
+                app.finish_awaited(None, asyncio.CancelledError())
+            else:
+                error = task.exception()
+                app.finish_awaited(None if error is not None else task.result(), error)
+
+    def _note_poll(self) -> None:
+        consumer = self._consumer
+        now = time.monotonic()
+        if now >= consumer._next_poll_note:
+            consumer._note_poll(now)
+
+    async def _step(self) -> Message | None:
+        """Group work first (an error event is returned), then nothing to wait for."""
+        app = self._app
+        if app is None:
+            if self._consumer._closed:
+                raise RuntimeError("Consumer closed")
+            return None
+        self._note_poll()
+        if not app.idle() or app.awaiting is not None:
+            await self._run_app()
+            if app.state.error_events:
+                return app.state.error_events.pop(0)
+        return None
+
+    async def _sleep_idle(self, deadline: float) -> bool:
+        """Sleep a little (longer each time while idle); False once `deadline` passed."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(self._idle, remaining))
+        self._idle = min(self._idle * 2, MAX_IDLE_S)
+        return True
+
+    # -- records ---------------------------------------------------------------------------------
+
+    async def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record (or error event), None after `timeout` seconds (None or negative:
+        wait until one arrives). Runs pending rebalance callbacks and raises pending errors first."""
+        deadline = _deadline(timeout)
+        consumer = self._consumer
+        buffer = consumer._buffer
+        fetcher = consumer._fetcher
+        while True:
+            event = await self._step()
+            if event is not None:
+                return event
+            if buffer:
+                self._idle = FIRST_IDLE_S
+                return buffer.popleft()
+            batch = fetcher.consume(MAX_BATCH, 0)
+            if batch:
+                self._idle = FIRST_IDLE_S
+                buffer.extend(batch)
+                return buffer.popleft()
+            if not await self._sleep_idle(deadline):
+                return None
+
+    async def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Up to `num_messages` records, as soon as some are there, or [] after `timeout` s."""
+        if not 1 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 1 and 1000000")
+        deadline = _deadline(timeout)
+        fetcher = self._consumer._fetcher
+        while True:
+            event = await self._step()
+            if event is not None:
+                return [event]
+            messages: list[Message] = fetcher.consume(min(num_messages, MAX_BATCH), 0)
+            if messages:
+                self._idle = FIRST_IDLE_S
+                return messages
+            if not await self._sleep_idle(deadline):
+                return []
+
+    # -- subscription ----------------------------------------------------------------------------
+
+    async def subscribe(
+        self,
+        topics: Sequence[str] | SubscriptionPattern,
+        on_assign: Callback | None = None,
+        on_revoke: Callback | None = None,
+        on_lost: Callback | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """As `Consumer.subscribe`; callbacks are ``f(consumer, partitions)`` (this consumer),
+        plain functions or coroutine functions."""
+        self._consumer.subscribe(topics, on_assign, on_revoke, on_lost, listener)
+
+    async def unsubscribe(self) -> None:
+        """Commit (if auto-commit), revoke and leave the group; returns when done."""
+        runtime, app = self._consumer._group()
+        app.state.leaves.discard(LeaveReason.UNSUBSCRIBE)
+        runtime.post(Unsubscribe())
+        await self._wait(lambda: LeaveReason.UNSUBSCRIBE in app.state.leaves, DEFAULT_API_TIMEOUT_S)
+        self._consumer._subscribed = False
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    async def commit(
+        self,
+        message: Message | None = None,
+        offsets: Sequence[TopicPartition] | None = None,
+        asynchronous: bool = False,
+    ) -> list[TopicPartition] | None:
+        """As `Consumer.commit`, but synchronous by default (awaiting the coordinator's answer
+        without blocking the loop); ``asynchronous=True`` returns at once (on_commit reports)."""
+        consumer = self._consumer
+        if not consumer._subscribed and consumer._manual.partitions:
+            return await self._in_thread(consumer.commit, message, offsets, asynchronous)
+        started = consumer._start_commit(message, offsets, asynchronous)
+        if not isinstance(started, int):
+            return started
+        _runtime, app = consumer._group()
+        await self._wait(lambda: started in app.state.commits, DEFAULT_API_TIMEOUT_S)
+        return consumer._finish_commit(started)
+
+    async def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        """The group's committed offsets of `partitions` (as `Consumer.committed`)."""
+        return await self._in_thread(self._consumer.committed, partitions, timeout)
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: Sequence[TopicPartition] | None = None
+    ) -> None:
+        """As `Consumer.store_offsets` (it does not wait for anything)."""
+        self._consumer.store_offsets(message, offsets)
+
+    def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return self._consumer.position(partitions)
+
+    def seek(self, partition: TopicPartition) -> None:
+        self._consumer.seek(partition)
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.pause(partitions)
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.resume(partitions)
+
+    def assignment(self) -> list[TopicPartition]:
+        return self._consumer.assignment()
+
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.incremental_assign(partitions)
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.incremental_unassign(partitions)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.assign(partitions)
+
+    def unassign(self) -> None:
+        self._consumer.unassign()
+
+    def memberid(self) -> str:
+        return self._consumer.memberid()
+
+    def metrics(self) -> dict[str, float]:
+        return self._consumer.metrics()
+
+    def consumer_group_metadata(self) -> bytes:
+        return self._consumer.consumer_group_metadata()
+
+    async def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> Any:
+        return await self._in_thread(self._consumer.get_watermark_offsets, partition, timeout, cached)
+
+    async def offsets_for_times(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> Any:
+        return await self._in_thread(self._consumer.offsets_for_times, partitions, timeout)
+
+    async def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return await self._in_thread(self._consumer.list_topics, topic, timeout)
+
+    # -- closing ---------------------------------------------------------------------------------
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Commit (if auto-commit), revoke, leave the group, release everything. Cancelling
+        the caller does not stop the leave: it completes first."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close(timeout))
+        await asyncio.shield(self._closing)
+
+    async def _close(self, timeout: float | None) -> None:
+        consumer = self._consumer
+        if consumer._closed:
+            return
+        try:
+            runtime, app = consumer._runtime, self._app
+            if runtime is not None and app is not None:
+                runtime.post(Close())
+                try:
+                    await self._wait(
+                        lambda: LeaveReason.CLOSE in app.state.leaves,
+                        DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
+                        raise_errors=False,
+                    )
+                except KafkaException as exc:
+                    log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
+        finally:
+            consumer._release()
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    async def _wait(self, done: Callable[[], bool], timeout: float, raise_errors: bool = True) -> None:
+        """Run the member's work on this loop until `done()` or `timeout` seconds."""
+        app = self._app
+        assert app is not None
+        deadline = time.monotonic() + timeout
+        pause = FIRST_IDLE_S
+        while not done():
+            if time.monotonic() > deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
+            try:
+                await self._run_app()
+            except Exception:
+                if raise_errors:
+                    raise
+            if done():
+                return
+            if app.state.fatal is not None:
+                if raise_errors:
+                    raise kafka_exception(app.state.fatal, fatal=True)
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_IDLE_S)
+
+    async def _in_thread(self, call: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args))
+
+
+def _deadline(timeout: float | None) -> float:
+    if timeout is None or timeout < 0:
+        return float("inf")
+    return time.monotonic() + timeout
