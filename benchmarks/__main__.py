@@ -65,6 +65,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-prefetch", action="store_true", help="no pause before each pass (measure the fetch-bound rate)"
     )
     t.add_argument("--batch", type=int, default=10_000, help="consume(n) / getmany max_records")
+    t.add_argument(
+        "--throughput-clients",
+        type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+        default=None,
+        help="a subset of the throughput clients, comma-separated ('kconsumer consume,aiokafka getmany')",
+    )
     r = parser.add_argument_group("rebalance")
     r.add_argument(
         "--clients",
@@ -182,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
     from . import throughput
 
+    unknown = set(args.throughput_clients or ()) - set(throughput.CLIENTS)
+    if unknown:
+        raise SystemExit(f"unknown throughput clients {sorted(unknown)}; choose from {throughput.CLIENTS}")
     settings = throughput.Settings(
         brokers=args.brokers or ("reference", "mock"),
         sizes=args.sizes or ((100,) if args.quick else (100, 1024)),
@@ -189,6 +198,7 @@ def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
         repetitions=args.repetitions or (3 if args.quick else 5),
         batch=args.batch,
         prefetch=not args.no_prefetch,
+        clients=args.throughput_clients or throughput.CLIENTS,
     )
     mode = PREFETCH_NOTE if settings.prefetch else NO_PREFETCH_NOTE
     data["notes"] = {**data["notes"], "throughput": data["notes"]["throughput"] + " " + mode}

@@ -1,14 +1,18 @@
 """Consume throughput: kconsumer against raw confluent-kafka and aiokafka, same broker, same data.
 
 For each broker (the reference cluster as ``kconsumer serve``, librdkafka's mock cluster), value
-size and partition count, one topic is filled once with confluent-kafka's producer, then five
+size and partition count, one topic is filled once with confluent-kafka's producer, then the
 clients read it, each in a process of its own:
 
 * ``kconsumer poll`` / ``kconsumer consume``: `kconsumer.Consumer` through a consumer group
   (``subscribe``; the broker's KIP-848 coordinator assigns every partition to it);
 * ``confluent poll`` / ``confluent consume``: a raw confluent-kafka ``Consumer`` in manual-assign
   mode (no group, as kconsumer's own fetch handle);
-* ``aiokafka getmany``: aiokafka's ``AIOKafkaConsumer`` in manual-assign mode.
+* ``aiokafka getmany``: aiokafka's ``AIOKafkaConsumer`` in manual-assign mode;
+* ``kconsumer aio consume`` / ``kconsumer aio async-for``: `kconsumer.aio.AIOConsumer` through a
+  consumer group, ``await consume(n)`` or ``async for``;
+* ``AIOConsumer consume`` / ``AIOConsumer poll``: confluent-kafka's ``confluent_kafka.aio``
+  consumer in manual-assign mode (each call goes through its thread pool).
 
 Each worker first reads the whole data set once (warm-up: connections, the group join, the first
 fetches, code paths), then, on the parent's command, runs timed repetitions: seek every partition
@@ -28,11 +32,9 @@ application, librdkafka, kconsumer's background loop), plus the application thre
 
 from __future__ import annotations
 
-import asyncio
 import math
 import multiprocessing
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -40,18 +42,20 @@ from typing import Any
 
 import psutil
 
-from kconsumer.client.config import FETCH_HANDLE_DEFAULTS
-
 from .common import GroupTimers, broker, geomean, log, median, produce, watermarks
+from .readers import Reader, cpu_seconds
 
 CLIENTS = (
     "kconsumer poll",
     "kconsumer consume",
+    "kconsumer aio consume",
+    "kconsumer aio async-for",
     "confluent poll",
     "confluent consume",
     "confluent tuned poll",
     "confluent tuned consume",
     "AIOConsumer consume",
+    "AIOConsumer poll",
     "aiokafka getmany",
 )
 #: Records per partition by value size: librdkafka's mock keeps at most 5 MB (and 100,000
@@ -60,10 +64,6 @@ PER_PARTITION = {100: 40_000, 1024: 4_000}
 #: A data set's size at most (values and record overhead): many partitions share it, so that 256
 #: partitions of 1 KB values do not mean a gigabyte in the broker and in every client's queues.
 MAX_DATA_SET_BYTES = 40_000_000
-#: The broker's long-poll wait for every client (librdkafka and aiokafka default to 500 ms). After
-#: a seek a fetch at the new offset goes out only once the long poll in flight returns; 50 ms keeps
-#: each repetition short. It changes nothing while data is there (fetches then return at once).
-FETCH_WAIT_MS = 50
 #: Pairs (kconsumer client, peer) whose ratio the report prints; the first two carry targets.
 RATIOS = (
     ("kconsumer consume", "confluent tuned consume", 0.95),
@@ -73,6 +73,12 @@ RATIOS = (
     ("kconsumer consume", "confluent consume", None),
     ("kconsumer poll", "confluent poll", None),
     ("kconsumer consume", "AIOConsumer consume", None),
+    # kconsumer.aio (the asyncio issue's targets)
+    ("kconsumer aio consume", "kconsumer consume", 0.9),
+    ("kconsumer aio async-for", "kconsumer poll", 0.9),
+    ("kconsumer aio async-for", "AIOConsumer poll", 2.0),
+    ("kconsumer aio consume", "AIOConsumer consume", 1.0),
+    ("kconsumer aio consume", "aiokafka getmany", 1.0),
 )
 
 
@@ -154,210 +160,14 @@ class ClientResult:
 # -- the worker process ---------------------------------------------------------------------------
 
 
-class _Reader:
-    """One client, able to seek back to the start and read a number of records."""
-
-    def __init__(self, client: str, bootstrap: str, topic: str, partitions: int, lows: list[int], batch: int):
-        self.client, self.topic, self.partitions, self.lows, self.batch = (
-            client,
-            topic,
-            partitions,
-            lows,
-            batch,
-        )
-        self.bootstrap = bootstrap
-        self.process = psutil.Process()
-        self.first: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self.loop: asyncio.AbstractEventLoop | None = None
-        if client.startswith("aiokafka"):
-            self.loop = asyncio.new_event_loop()
-            self.loop.run_until_complete(self._aio_start())
-            return
-        if client.startswith("AIOConsumer"):
-            self.loop = asyncio.new_event_loop()
-            self.loop.run_until_complete(self._confluent_aio_start())
-            return
-        import confluent_kafka as ck
-
-        if client.startswith("kconsumer"):
-            from kconsumer import Consumer
-
-            self.consumer: Any = Consumer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"bench-{uuid.uuid4()}",
-                    "group.protocol": "consumer",
-                    "auto.offset.reset": "earliest",
-                    "enable.auto.commit": False,
-                    "fetch.wait.max.ms": FETCH_WAIT_MS,
-                }
-            )
-            self.consumer.subscribe([topic])
-        else:
-            tuned = FETCH_HANDLE_DEFAULTS if client.startswith("confluent tuned") else {}
-            self.consumer = ck.Consumer({**self._raw_config(), **tuned})
-            self.consumer.assign([ck.TopicPartition(topic, p, lows[p]) for p in range(partitions)])
-
-    def _raw_config(self) -> dict[str, Any]:
-        """A raw confluent-kafka consumer in manual-assign mode, librdkafka's defaults otherwise."""
-        return {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": f"bench-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-        }
-
-    async def _confluent_aio_start(self) -> None:
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.aio import AIOConsumer
-
-        self.confluent_aio = AIOConsumer(self._raw_config())
-        await self.confluent_aio.assign(
-            [TopicPartition(self.topic, p, self.lows[p]) for p in range(self.partitions)]
-        )
-
-    async def _aio_start(self) -> None:
-        from aiokafka import AIOKafkaConsumer, TopicPartition
-
-        self.aio = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=FETCH_WAIT_MS,
-        )
-        await self.aio.start()
-        self.tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
-        self.aio.assign(self.tps)
-        for tp, low in zip(self.tps, self.lows, strict=False):
-            self.aio.seek(tp, low)
-
-    def rewind(self) -> None:
-        if self.client.startswith("AIOConsumer"):
-            from confluent_kafka import TopicPartition
-
-            assert self.loop is not None
-            for p in range(self.partitions):
-                self.loop.run_until_complete(
-                    self.confluent_aio.seek(TopicPartition(self.topic, p, self.lows[p]))
-                )
-            return
-        if self.loop is not None:
-            for tp, low in zip(self.tps, self.lows, strict=False):
-                self.aio.seek(tp, low)
-            return
-        import confluent_kafka as ck
-
-        for p in range(self.partitions):
-            self.consumer.seek(ck.TopicPartition(self.topic, p, self.lows[p]))
-
-    def _mark(self) -> None:
-        """Note the clocks when a pass's first records arrive (the steady rate starts there)."""
-        self.first = (time.perf_counter(), _cpu(self.process), time.thread_time())
-
-    def read(self, expected: int, timeout_s: float = 120.0) -> int:
-        """Read `expected` records (raise if it takes longer than `timeout_s`); returns how many
-        came with the first non-empty result, which `_mark` timestamped."""
-        deadline = time.monotonic() + timeout_s
-        if self.client.startswith("AIOConsumer"):
-            assert self.loop is not None
-            return self.loop.run_until_complete(self._confluent_aio_read(expected, deadline))
-        if self.loop is not None:
-            return self.loop.run_until_complete(self._aio_read(expected, deadline))
-        seen = first = 0
-        consumer = self.consumer
-        if self.client.endswith("poll"):
-            poll = consumer.poll
-            while seen < expected:
-                message = poll(1.0)
-                if message is None:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"{self.client}: {seen} of {expected} records")
-                    continue
-                if message.error() is not None:
-                    raise RuntimeError(f"{self.client}: {message.error()}")
-                if not seen:
-                    self._mark()
-                    first = 1
-                seen += 1
-        else:
-            consume, batch = consumer.consume, self.batch
-            while seen < expected:
-                # Never more than the pass has left: a batch larger than what remains would wait
-                # for its timeout (confluent-kafka's consume() returns at `num_messages` or timeout).
-                messages = consume(min(batch, expected - seen), 1.0)
-                if not messages:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"{self.client}: {seen} of {expected} records")
-                    continue
-                if messages[-1].error() is not None or messages[0].error() is not None:
-                    errors = [m.error() for m in messages if m.error() is not None]
-                    raise RuntimeError(f"{self.client}: {errors[0]}")
-                if not seen:
-                    self._mark()
-                    first = len(messages)
-                seen += len(messages)
-        return first
-
-    async def _aio_read(self, expected: int, deadline: float) -> int:
-        seen = first = 0
-        while seen < expected:
-            data = await self.aio.getmany(timeout_ms=1000, max_records=min(self.batch, expected - seen))
-            if not data:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self.client}: {seen} of {expected} records")
-                continue
-            count = sum(len(records) for records in data.values())
-            if not seen:
-                self._mark()
-                first = count
-            seen += count
-        return first
-
-    async def _confluent_aio_read(self, expected: int, deadline: float) -> int:
-        seen = first = 0
-        while seen < expected:
-            messages = await self.confluent_aio.consume(min(self.batch, expected - seen), 1.0)
-            if not messages:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self.client}: {seen} of {expected} records")
-                continue
-            errors = [m.error() for m in messages if m.error() is not None]
-            if errors:
-                raise RuntimeError(f"{self.client}: {errors[0]}")
-            if not seen:
-                self._mark()
-                first = len(messages)
-            seen += len(messages)
-        return first
-
-    def close(self) -> None:
-        if self.client.startswith("AIOConsumer"):
-            assert self.loop is not None
-            self.loop.run_until_complete(self.confluent_aio.close())
-            self.loop.close()
-        elif self.loop is not None:
-            self.loop.run_until_complete(self.aio.stop())
-            self.loop.close()
-        else:
-            self.consumer.close()
-
-
-def _cpu(process: Any) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
-
-
 def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: list[int], batch: int) -> None:
     """The worker process: warm up, then run repetitions on command."""
-    import psutil
 
     process = psutil.Process()
     per_pass = cell.partitions * cell.per_partition
     try:
         start = time.perf_counter()
-        reader = _Reader(client, bootstrap, cell.topic, cell.partitions, lows, batch)
+        reader = Reader(client, bootstrap, cell.topic, cell.partitions, lows, batch)
         reader.read(per_pass)
         conn.send(("ready", time.perf_counter() - start))
         while True:
@@ -370,9 +180,9 @@ def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: lis
                 reader.rewind()
                 if prefetch_s:
                     time.sleep(prefetch_s)  # let the client's fetcher queue the data up
-                before = (time.perf_counter(), _cpu(process), time.thread_time())
+                before = (time.perf_counter(), cpu_seconds(process), time.thread_time())
                 first_batch = reader.read(per_pass)
-                t1, cpu1, app1 = time.perf_counter(), _cpu(process), time.thread_time()
+                t1, cpu1, app1 = time.perf_counter(), cpu_seconds(process), time.thread_time()
                 t0, cpu0, app0 = reader.first
                 if first_batch == per_pass:  # one result held the whole pass: time it from the read
                     (t0, cpu0, app0), first_batch = before, 0

@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ["basic_consumer.py", "commit_on_revoke.py", "regex_subscription.py", "static_membership.py"]
+EXAMPLES = [
+    "basic_consumer.py",
+    "commit_on_revoke.py",
+    "regex_subscription.py",
+    "static_membership.py",
+    "asyncio_service.py",
+]
 TIMEOUT_S = 90
 
 pytestmark = pytest.mark.timeout(TIMEOUT_S + 30)

@@ -128,8 +128,18 @@ class CooperativeStickyStrategy(PartitionAssignor):
         }
         _trim_to_shares(spec, members, load)
         held = {key for keys in load.values() for key in keys}
-        for key in sorted(k for k, candidates in eligible.items() if candidates and k not in held):
-            target = min(eligible[key], key=lambda m: (len(load[m]), _order(spec.members[m])))
+        # Free partitions, the most constrained first (fewest subscribers), each to the least
+        # loaded subscriber, the one with the fewest topics first: a member that can take few
+        # partitions gets them before others fill up, so the result needs no further moves.
+        free = sorted(
+            (k for k, candidates in eligible.items() if candidates and k not in held),
+            key=lambda k: (len(eligible[k]), k),
+        )
+        for key in free:
+            target = min(
+                eligible[key],
+                key=lambda m: (len(load[m]), len(spec.members[m].subscribed_topics), _order(spec.members[m])),
+            )
             load[target].append(key)
         _balance(spec, eligible, load, claims)
         # Cooperative: nothing another member still reports owning is handed over in this

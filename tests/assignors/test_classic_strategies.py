@@ -195,19 +195,44 @@ def test_every_strategy_assigns_each_partition_once_to_a_subscriber(spec: Assign
             assert set(seen) == everything
 
 
+#: Follow-up rebalances a heterogeneous group may need before nothing moves any more (one for a
+#: group whose members subscribe alike): each round hands over only what nobody owns.
+MAX_FOLLOW_UPS = 4
+
+
 @settings(max_examples=300, deadline=None)
 @given(groups())
 def test_cooperative_sticky_hands_over_nothing_still_owned_and_converges(spec: AssignmentSpec) -> None:
     strategy = CooperativeStickyStrategy()
-    first = strategy.assign(spec)
-    for member_id, assignment in first.members.items():
-        for topic, partitions in assignment.partitions.items():
-            for partition in partitions:
-                owned_here = partition in spec.members[member_id].target_partitions.get(topic, ())
-                assert owned_here or not _owned_elsewhere(spec, member_id, topic, partition)
-    # The members revoke what they lost and rejoin owning what they were given: the follow-up
-    # rebalance assigns everything, and the members keep what they had.
-    follow_up = AssignmentSpec(
+    subscribed = {t for m in spec.members.values() for t in m.subscribed_topics}
+    everything = {(t, p) for t in subscribed for p in range(spec.topics[t].num_partitions)}
+    homogeneous = len({m.subscribed_topics for m in spec.members.values()}) == 1
+    current, previous = spec, None
+    for round_number in range(MAX_FOLLOW_UPS + 1):
+        result = strategy.assign(current)
+        for member_id, assignment in result.members.items():
+            for topic, partitions in assignment.partitions.items():
+                for partition in partitions:
+                    owned_here = partition in current.members[member_id].target_partitions.get(topic, ())
+                    assert owned_here or not _owned_elsewhere(current, member_id, topic, partition)
+        assigned = {(t, p) for a in result.members.values() for t, ps in a.partitions.items() for p in ps}
+        owned = {m: dict(a.partitions) for m, a in result.members.items()}
+        if assigned == everything and owned == previous:
+            break  # a fixed point: the group is stable
+        if homogeneous and round_number == 1:  # the revoked partitions went to their new owners
+            assert assigned == everything
+            counts = [a.count for a in result.members.values()]
+            assert max(counts) - min(counts) <= 1, counts
+        # The members revoke what they lost and rejoin owning what they were given.
+        current, previous = _rejoined(spec, owned, round_number + 1), owned
+    else:
+        raise AssertionError(f"no stable assignment after {MAX_FOLLOW_UPS} follow-up rebalances")
+
+
+def _rejoined(
+    spec: AssignmentSpec, owned: dict[str, dict[str, tuple[int, ...]]], generation: int
+) -> AssignmentSpec:
+    return AssignmentSpec(
         members={
             member_id: AssignmentMemberSpec(
                 member_id,
@@ -216,26 +241,37 @@ def test_cooperative_sticky_hands_over_nothing_still_owned_and_converges(spec: A
                 m.subscribed_topics,
                 0,
                 MemberMetadata(-1),
-                dict(first.members[member_id].partitions),
-                m.member_epoch + 1,
+                owned[member_id],
+                generation,
             )
             for member_id, m in spec.members.items()
         },
         topics=spec.topics,
     )
-    second = strategy.assign(follow_up)
-    subscribed = {t for m in spec.members.values() for t in m.subscribed_topics}
-    everything = {(t, p) for t in subscribed for p in range(spec.topics[t].num_partitions)}
+
+
+def test_cooperative_sticky_places_free_partitions_on_the_most_constrained_members_first() -> None:
+    """Found by the property above (CI's hypothesis run): free partitions placed greedily left a
+    member that subscribes to one topic with nothing, and the follow-up rebalance took a partition
+    from its owner for it (withheld: unassigned for one more round)."""
+    topics = {name: AssignmentTopicMetadata(name, n) for name, n in (("t0", 2), ("t1", 4), ("t2", 1))}
+    subscriptions = {
+        "m0": {"t0", "t1"},
+        "m1": {"t0", "t1", "t2"},
+        "m2": {"t0", "t1"},
+        "m3": {"t0", "t1"},
+        "m4": {"t0"},
+    }
+    owned: dict[str, dict[str, tuple[int, ...]]] = {"m0": {"t1": (0, 1, 2)}, "m1": {"t0": (0, 1)}}
+    members = {
+        m: AssignmentMemberSpec(m, None, None, frozenset(subs), 0, MemberMetadata(-1), owned.get(m, {}), 0)
+        for m, subs in subscriptions.items()
+    }
+    first = CooperativeStickyStrategy().assign(AssignmentSpec(members=members, topics=topics))
+    rejoined = {m: dict(a.partitions) for m, a in first.members.items()}
+    second = CooperativeStickyStrategy().assign(_rejoined(AssignmentSpec(members, topics), rejoined, 1))
     assigned = {(t, p) for a in second.members.values() for t, ps in a.partitions.items() for p in ps}
-    assert assigned == everything
-    for member_id, assignment in first.members.items():
-        kept = second.members[member_id].partitions
-        for topic, partitions in assignment.partitions.items():
-            assert set(partitions) <= set(kept.get(topic, ())), (member_id, topic)
-    homogeneous = len({m.subscribed_topics for m in spec.members.values()}) == 1
-    if homogeneous:
-        counts = [a.count for a in second.members.values()]
-        assert max(counts) - min(counts) <= 1, counts
+    assert assigned == {(t, p) for t, meta in topics.items() for p in range(meta.num_partitions)}
 
 
 def test_cooperative_sticky_keeps_owned_partitions_when_it_balances() -> None:
