@@ -98,17 +98,27 @@ def test_help_runs() -> None:
     assert result.returncode == 0 and "--quick" in result.stdout
 
 
-@pytest.mark.parametrize("client", ["confluent tuned consume", "AIOConsumer consume", "kconsumer consume"])
+@pytest.mark.parametrize(
+    "client",
+    [
+        "confluent tuned consume",
+        "AIOConsumer consume",
+        "AIOConsumer poll",
+        "kconsumer consume",
+        "kconsumer aio consume",
+        "kconsumer aio async-for",
+    ],
+)
 def test_throughput_readers_read_and_rewind(client: str) -> None:
     """The benchmark's readers of the new peers work (not timed)."""
-    from benchmarks.throughput import _Reader
+    from benchmarks.readers import Reader
     from kconsumer.testing import ReferenceCluster
 
     with ReferenceCluster(heartbeat_interval_ms=100, session_timeout_ms=3000) as cluster:
         cluster.create_topic("smoke", 2)
         for partition in range(2):
             cluster.produce("smoke", [b"x"] * 50, partition=partition)
-        reader = _Reader(client, cluster.bootstrap_servers, "smoke", 2, [0, 0], 1000)
+        reader = Reader(client, cluster.bootstrap_servers, "smoke", 2, [0, 0], 1000)
         try:
             reader.read(100, timeout_s=30)
             reader.rewind()
