@@ -178,15 +178,22 @@ class Demo:
             steps = script(self.args.duration, self.args.brokers)
             end = self.started + self.args.duration
             next_print = 0.0
+            watcher = None
+            if self.args.watch:  # the live view of `kconsumer groups watch` instead of printed views
+                watcher = threading.Thread(target=self._watch, args=(cluster, producing), daemon=True)
+                watcher.start()
             while time.time() < end:
                 while steps and time.time() - self.started >= steps[0].at:
                     self._do(steps.pop(0), cluster)
                 self._drain()
-                if time.time() >= next_print:
+                if time.time() >= next_print and watcher is None:
                     next_print = time.time() + self.args.print_interval
                     self._print(cluster)
             producing.set()
             producer.join()
+            if watcher is not None:
+                watcher.join(10)
+                print(flush=True)
             self.say(f"stopping; produced {self.produced} records, waiting for the members to catch up")
             self._catch_up(cluster)
             for member in self.members.values():
@@ -272,6 +279,35 @@ class Demo:
                 member.owned = []
                 self.say(f"member {name} has left")
 
+    def _watch(self, cluster: Any, done: threading.Event) -> None:
+        """Redraw the group with `kconsumer groups watch`'s view (its admin requests go to the
+        cluster like any client's) until `done`; the demo's event lines print above it."""
+        import asyncio
+
+        from rich.live import Live
+
+        from .groups.admin import GroupAdmin, GroupAdminError
+        from .groups.views import GroupView, PartitionLag
+        from .groups.watch import render, snapshot
+
+        settings = {k: v for k, v in cluster.client_config("demo").items() if k != "bootstrap.servers"}
+
+        async def redraw() -> None:
+            view: GroupView | None = None
+            rows: list[PartitionLag] = []
+            async with GroupAdmin(cluster.bootstrap_servers, settings, timeout_s=5.0) as admin:
+                with Live(render(GROUP, None, []), auto_refresh=False, redirect_stdout=True) as live:
+                    while not done.is_set():
+                        error = None
+                        try:
+                            view, rows = await snapshot(admin, GROUP)
+                        except GroupAdminError as exc:  # the coordinator's broker may be down
+                            error = str(exc)
+                        live.update(render(GROUP, view, rows, error), refresh=True)
+                        await asyncio.sleep(self.args.print_interval)
+
+        asyncio.run(redraw())
+
     def _print(self, cluster: Any) -> None:
         group = cluster.describe_group(GROUP)
         if group is None:
@@ -325,6 +361,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--print-interval", type=float, default=1.0, help="seconds between group views (1)")
     parser.add_argument(
+        "--watch", action="store_true", help="show the group as `kconsumer groups watch` does (a live view)"
+    )
+    parser.add_argument(
         "--brokers",
         type=int,
         default=3,
@@ -343,6 +382,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every produced record was consumed."""
     if args.duration <= 0 or args.partitions <= 0 or args.rate <= 0:
         raise SystemExit("kconsumer demo: --duration, --partitions and --rate must be positive")
+    if args.watch:
+        try:
+            import rich  # noqa: F401
+        except ImportError:
+            raise SystemExit("kconsumer demo --watch needs rich: pip install 'kconsumer[cli]'") from None
     return Demo(args).run()
 
 

@@ -23,3 +23,14 @@ def test_the_demo_consumes_everything(security: str) -> None:
     # Three brokers by default: the coordinator's broker goes down and comes back mid-run.
     assert "the group's coordinator, goes down" in finished.stdout
     assert "is back" in finished.stdout
+
+
+def test_the_demo_can_show_the_groups_watch_view() -> None:
+    command = [
+        sys.executable, "-m", "kconsumer", "demo",
+        "--duration", "5", "--partitions", "3", "--rate", "300", "--brokers", "1", "--watch",
+    ]  # fmt: skip
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    assert "group demo (consumer)" in finished.stdout and "log end" in finished.stdout
+    assert ", 0 missing" in finished.stdout
