@@ -11,8 +11,10 @@ import pytest
 
 from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
+from kconsumer.client.member import session as session_module
 from kconsumer.client.member.commits import CommitManager, CommitOutput
 from kconsumer.client.member.core import MemberCore
+from kconsumer.client.member.events import RequestFailed
 from kconsumer.client.member.model import TopicIdPartition
 from kconsumer.client.member.reconciler import Reconciler, Release
 from kconsumer.client.member.state import HEARTBEATING
@@ -80,6 +82,23 @@ def in_flight_commit_retried_after_loss(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 #: Each fix undone, with the violation kinds its bug caused.
+def lost_coordinator_strands_queued_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, a call queued for the coordinator (a classic member's LeaveGroup) while the
+    connection to it failed waited for a coordinator nobody looked up any more."""
+
+    def on_request_failed(self: Any, event: Any) -> None:
+        answered = self._dispatch.answered(event.request_id)
+        if answered is None:
+            return
+        node, call = answered
+        self._dispatch.connection_lost(node)
+        if call.to_coordinator and node == self._coordinator:
+            self._forget_coordinator()
+        self._failed(node, call, event.error, event.message)
+
+    monkeypatch.setitem(session_module._HANDLERS, RequestFailed, on_request_failed)
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
@@ -108,4 +127,5 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         in_flight_commit_retried_after_loss,
         frozenset({"commit-regressed", "commit-by-non-owner"}),
     ),
+    "lost_coordinator_strands_queued_calls": (lost_coordinator_strands_queued_calls, frozenset({"liveness"})),
 }

@@ -121,16 +121,14 @@ class MemberSession:
             config.group_id, member_id, tuple(a.name for a in config.client_assignors)
         )
         self._queries = Queries(config.group_id, config.retry_backoff_ms)
-        #: The coordinator, while known; calls for it wait in `_for_coordinator` until it is
-        #: found, negotiated and announced to the core (`_announced`).
+        #: The coordinator; calls wait in `_for_coordinator` until it is found and announced.
         self._coordinator: Node | None = None
         self._looking_up = False
         self._announced: Node | None = None
         self._for_coordinator: list[Call] = []
         #: Commits whose positions the application thread is reading.
         self._collecting: dict[int, CommitOffsets] = {}
-        #: What each OffsetCommit attempt carried, until its commit finishes (the oldest are
-        #: dropped beyond `_SENT_OFFSETS_KEPT`: attempts that were retried never finish).
+        #: What each OffsetCommit attempt carried, until it finishes (at most `_SENT_OFFSETS_KEPT`).
         self._sent_offsets: dict[int, tuple[PartitionOffset, ...]] = {}
         self._inbox: deque[ev.Event | str] = deque()
         self._now = now_ms
@@ -348,13 +346,16 @@ class MemberSession:
         self._for_coordinator.append(call)
         node = self._coordinator
         if node is None:
-            if not self._looking_up:
-                self._looking_up = True
-                self._to_any(FindCoordinatorCall(self.config.group_id))
+            self._look_up_coordinator()
         elif node in self._dispatch.versions:
             self._flush_coordinator()
         else:
             self._apply(self._dispatch.ensure_versions(node))
+
+    def _look_up_coordinator(self) -> None:
+        if not self._looking_up:
+            self._looking_up = True
+            self._to_any(FindCoordinatorCall(self.config.group_id))
 
     def _flush_coordinator(self) -> None:
         """Send the calls waiting for the coordinator, once the core heard of its capabilities."""
@@ -422,6 +423,8 @@ class MemberSession:
         if call.to_coordinator and node == self._coordinator:
             self._forget_coordinator()
         self._failed(node, call, event.error, event.message)
+        if self._coordinator is None and self._for_coordinator:  # say, a leave queued meanwhile
+            self._look_up_coordinator()
 
     def _coordinator_answered(self, code: ErrorCode) -> None:
         if code in _COORDINATOR_MOVED:
