@@ -308,3 +308,16 @@ def test_every_join_group_version(version: int) -> None:
     answered = d.answer(response)
     assert answered.error_code == 0 and answered.generation_id == 1
     answered.encode(version)  # what the server sends must encode at that version
+
+
+def test_a_group_rebalancing_with_no_member_left_accepts_any_protocol() -> None:
+    """Kafka's supportsProtocols counts the members supporting each protocol and wants the count
+    to equal the number of members: with none left (they expired during the rebalance) a join is
+    accepted, not refused INCONSISTENT_GROUP_PROTOCOL (found by mixed simulation seeds 2961, 3900)."""
+    from kconsumer.broker.coordinator.classic.model import ClassicGroup
+
+    rebalancing = ClassicGroup(
+        "g", state=ClassicState.PREPARING_REBALANCE, protocol_type="consumer", protocol_name="range"
+    )
+    assert rebalancing.supports("consumer", ["roundrobin"])
+    assert not rebalancing.supports("connect", ["roundrobin"])

@@ -130,7 +130,14 @@ class ClassicGroup:
         names = set(protocols)
         if self.state == ClassicState.EMPTY:
             return bool(protocol_type) and bool(names)
-        return self.protocol_type == protocol_type and bool(names & self.candidate_protocols())
+        # Kafka counts, per protocol, the members supporting it and wants one the count of which
+        # is the number of members: a group rebalancing with no member left accepts any.
+        counts: Counter[str] = Counter()
+        for member in self.members.values():
+            counts.update(member.protocol_names)
+        return self.protocol_type == protocol_type and any(
+            counts[name] == len(self.members) for name in names
+        )
 
     def select_protocol(self) -> str:
         """The protocol most members vote for among those all support (ties: the first seen)."""
