@@ -229,6 +229,30 @@ def test_commit_of_the_positions_goes_through_the_application_thread() -> None:
     assert done.token == 1 and done.error is None
 
 
+def test_calls_waiting_for_a_coordinator_lost_meanwhile_look_it_up_again() -> None:
+    """A commit queued while the coordinator's connection was being negotiated again, and then
+    another request on the old connection fails: the coordinator is forgotten, and must be looked
+    up again for the queued commit (it used to wait for good: mixed simulation seed 1038, where
+    the queued call was a classic member's LeaveGroup)."""
+    d = driver()
+    joined(d)
+    d.held |= {OffsetCommitRequest, ApiVersionsRequest}
+    partition = TopicIdPartition(FOO_ID, "foo", 0)
+    for token in (1, 2):  # two commits in flight on the coordinator's connection
+        d.send(CommitRequested(token=token, offsets=(PartitionOffset(partition, token),), sync=False))
+    first, second = d.held_of(OffsetCommitRequest)
+    d.reply(first, ErrorCode.NETWORK_EXCEPTION)  # the connection is gone: the coordinator forgotten
+    d.send(CommitRequested(token=3, offsets=(PartitionOffset(partition, 3),), sync=False))
+    (versions,) = d.held_of(ApiVersionsRequest)  # found again, being negotiated; commit 3 waits
+    d.reply(second, ErrorCode.NETWORK_EXCEPTION)  # the old connection's other request fails
+    d.reply(versions, api_versions_response())
+    lookups = len(d.requests(FindCoordinatorRequest))
+    assert lookups == 3, "the coordinator is looked up again for the waiting commit"
+    for sent in d.held_of(ApiVersionsRequest):
+        d.reply(sent, api_versions_response())
+    assert [c.topics[0].partitions[0].committed_offset for c in d.requests(OffsetCommitRequest)][-1] == 3
+
+
 def test_offsets_named_by_topic_only_get_their_ids() -> None:
     d = driver()
     d.answers[OffsetCommitRequest] = committed_ok

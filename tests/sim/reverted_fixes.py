@@ -11,6 +11,7 @@ import pytest
 
 from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
+from kconsumer.client.member import classic_routes
 from kconsumer.client.member import session as session_module
 from kconsumer.client.member.commits import CommitManager, CommitOutput
 from kconsumer.client.member.core import MemberCore
@@ -99,6 +100,18 @@ def lost_coordinator_strands_queued_calls(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(session_module._HANDLERS, RequestFailed, on_request_failed)
 
 
+def classic_sync_resolves_names_with_failed_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, when the Metadata resolving a SyncGroup's topic names failed, the member
+    took the ids it knew, stale after a topic was created again, and fetched offsets by an id
+    the coordinator no longer knew, for good."""
+    original = classic_routes.metadata_learnt
+
+    def metadata_learnt(purpose: Any, cluster: Any, failed: bool = False) -> Any:
+        return original(purpose, cluster, False)
+
+    monkeypatch.setattr(classic_routes, "metadata_learnt", metadata_learnt)
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
@@ -128,4 +141,8 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         frozenset({"commit-regressed", "commit-by-non-owner"}),
     ),
     "lost_coordinator_strands_queued_calls": (lost_coordinator_strands_queued_calls, frozenset({"liveness"})),
+    "classic_sync_resolves_names_with_failed_metadata": (
+        classic_sync_resolves_names_with_failed_metadata,
+        frozenset({"liveness"}),
+    ),
 }

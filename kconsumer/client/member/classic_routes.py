@@ -56,9 +56,14 @@ def start(effect: SendClassicRequest) -> ClassicStep:
     return ClassicStep(to_coordinator=[call])
 
 
-def metadata_learnt(purpose: ForClassic, cluster: ClusterView) -> ClassicStep:
-    """The Metadata `purpose` asked for arrived (or failed: the cluster view is what it is)."""
+def metadata_learnt(purpose: ForClassic, cluster: ClusterView, failed: bool = False) -> ClassicStep:
+    """The Metadata `purpose` asked for arrived, or failed: the leader then assigns with the
+    partition counts it knows, but assigned names are only turned into topic ids with fresh
+    metadata (a topic created again under its name has a new id; an old one would never be
+    found again), so that request is sent again."""
     effect = purpose.effect
+    if failed and effect is None:
+        return ClassicStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
     if effect is not None:
         assert isinstance(effect.request, SyncGroupRequest)
         assignments = classic_assignments(effect.strategy, _joined(effect.members), cluster.partition_counts)

@@ -457,14 +457,14 @@ class MemberSession:
         self.cluster.absorb(response)
         self._metadata_done(call.purpose)
 
-    def _metadata_done(self, purpose: Purpose) -> None:
+    def _metadata_done(self, purpose: Purpose, failed: bool = False) -> None:
         if isinstance(purpose, ForCore):
             cluster = self.cluster
             self._feed(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
         elif isinstance(purpose, ForAssignment):
             self._step(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
         elif isinstance(purpose, ForClassic):
-            self._classic_step(classic_routes.metadata_learnt(purpose, self.cluster))
+            self._classic_step(classic_routes.metadata_learnt(purpose, self.cluster, failed))
         else:
             self._progress(self._queries.metadata_learnt(purpose.token, self.cluster))
 
@@ -540,7 +540,7 @@ class MemberSession:
             self._fail_for_coordinator(code, message)
         elif isinstance(call, MetadataCall):
             log.warning("group %s: metadata refresh failed: %s", self.config.group_id, message or code.name)
-            self._metadata_done(call.purpose)
+            self._metadata_done(call.purpose, failed=True)
         elif isinstance(call, ListOffsetsCall):
             self._progress(self._queries.offsets_result(call.token, {}))
         elif isinstance(call, (HeartbeatCall, ClassicCall)):
