@@ -112,6 +112,13 @@ def classic_sync_resolves_names_with_failed_metadata(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(classic_routes, "metadata_learnt", metadata_learnt)
 
 
+def offset_fetch_ignores_commits_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, the committed offsets of (re)assigned partitions were fetched while a commit
+    of them was still being retried: it landed afterwards, and the member committed the older
+    fetched position over it."""
+    monkeypatch.setattr(CommitManager, "_committing", lambda self, partitions: False)
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
@@ -141,6 +148,10 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         frozenset({"commit-regressed", "commit-by-non-owner"}),
     ),
     "lost_coordinator_strands_queued_calls": (lost_coordinator_strands_queued_calls, frozenset({"liveness"})),
+    "offset_fetch_ignores_commits_under_way": (
+        offset_fetch_ignores_commits_under_way,
+        frozenset({"commit-regressed"}),
+    ),
     "classic_sync_resolves_names_with_failed_metadata": (
         classic_sync_resolves_names_with_failed_metadata,
         frozenset({"liveness"}),

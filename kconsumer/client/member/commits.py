@@ -113,6 +113,8 @@ class _Fetch:
     sent_epoch: int = 0
     not_before: int | None = None
     waiting_heartbeat: bool = False
+    #: Not sent yet: a commit of some of its partitions is under way (see `fetch`).
+    waiting_commits: bool = False
 
 
 class CommitManager:
@@ -221,6 +223,9 @@ class CommitManager:
     def _finish(self, op: _Commit, error: KConsumerError | None, out: CommitOutput) -> None:
         del self._commits[op.commit_id]
         out.finished.append(op.commit_id)
+        for fetch in self._fetches.values():
+            if fetch.waiting_commits and not self._committing(fetch.partitions):
+                fetch.waiting_commits, fetch.not_before = False, 0  # sent by the next `timers`
         if op.reason in AUTOMATIC and op.request_id is None:
             return  # nothing was sent: nothing to tell
         skipped = sort_partitions(op.skipped)
@@ -327,9 +332,31 @@ class CommitManager:
             fetch_id=self._ids.next(), partitions=sort_partitions(partitions), retry=Retry(self._backoff)
         )
         self._fetches[op.fetch_id] = op
-        self._send_fetch(op, member, out)
+        if self._committing(op.partitions):
+            # A commit of these partitions still under way (say, a user commit retried across a
+            # rebalance that took them away and gave them back) would land after the fetch: the
+            # member would start from the older offset and later commit it over the newer one.
+            op.waiting_commits = True
+        else:
+            self._send_fetch(op, member, out)
         out.started = op.fetch_id
         return out
+
+    def _committing(self, partitions: Iterable[TopicIdPartition]) -> bool:
+        """Whether a commit not finished yet covers any of `partitions`."""
+        keys = {tp.key for tp in partitions}
+        for op in self._commits.values():
+            if op.offsets is not None:
+                covered: set[tuple[Uuid, int]] | None = set(op.offsets)
+            elif op.sent:
+                covered = {tp.key for tp in op.sent}
+            elif op.partitions is not None:
+                covered = {tp.key for tp in op.partitions}
+            else:
+                covered = None  # every owned partition
+            if covered is None or keys & covered:
+                return True
+        return False
 
     def _send_fetch(self, op: _Fetch, member: Membership, out: CommitOutput) -> None:
         op.request_id = self._ids.next()
