@@ -98,3 +98,41 @@ def test_a_classic_consumer_group_keeps_offsets_of_its_members_topics() -> None:
     error, codes = delete(d, {"foo": [0], "old": [0]})
     assert error == ErrorCode.NONE
     assert codes == {("foo", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): ErrorCode.NONE}
+
+
+def test_kafka_pythons_admin_deletes_offsets_on_the_reference_cluster() -> None:
+    """A peer nobody here wrote: kafka-python's KafkaAdminClient.delete_group_offsets (OffsetDelete)."""
+    import time
+
+    import kafka
+    from kafka.admin import KafkaAdminClient
+
+    from kconsumer import Consumer
+    from kconsumer.testing import ReferenceCluster
+
+    with ReferenceCluster(
+        heartbeat_interval_ms=100, session_timeout_ms=3000, assignment_interval_ms=0
+    ) as cluster:
+        cluster.create_topic("kept", 1)
+        cluster.create_topic("old", 2)
+        cluster.produce("old", ["x", "y"])
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            # an admin commit of the old topic, then a member subscribed to the other one
+            admin.alter_group_offsets(
+                "peer",
+                {kafka.TopicPartition("old", p): kafka.structs.OffsetAndMetadata(1, "", -1) for p in (0, 1)},
+            )
+            member = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "peer"})
+            member.subscribe(["kept"])
+            deadline = time.monotonic() + 15
+            while not member.assignment() and time.monotonic() < deadline:
+                member.poll(0.05)
+            refused = admin.delete_group_offsets("peer", [kafka.TopicPartition("kept", 0)])
+            assert refused[kafka.TopicPartition("kept", 0)].__name__ == "GroupSubscribedToTopicError"
+            deleted = admin.delete_group_offsets("peer", [kafka.TopicPartition("old", 0)])
+            assert deleted[kafka.TopicPartition("old", 0)].__name__ == "NoError"
+            assert cluster.committed("peer") == {("old", 1): 1}
+            member.close()
+        finally:
+            admin.close()
