@@ -7,7 +7,8 @@ the application's event loop, in small non-blocking steps:
 - records are taken from librdkafka's queue without waiting (``consume(n, 0)``, at most
   `MAX_BATCH` per step so the loop is never held long); when there are none, the consumer
   sleeps on the loop, 0.5 ms at first, doubling to `MAX_IDLE_S` while idle, and starts again
-  from 0.5 ms as soon as records flow;
+  from 0.5 ms as soon as records flow; while records keep coming, it gives the loop a turn
+  (``sleep(0)``) every `TURN_EVERY_S`, so the application's other tasks run meanwhile;
 - rebalance callbacks run on the application's loop; a callback may be a coroutine function,
   which is awaited before the member goes on (the revocation is acknowledged only after it
   finished; no record of a revoked partition is returned after its ``on_revoke``). The callback
@@ -46,6 +47,8 @@ log = logging.getLogger("kconsumer")
 
 #: Most records taken from librdkafka in one step on the loop.
 MAX_BATCH = 1024
+#: How often a consumer that always finds records lets the loop run its other tasks.
+TURN_EVERY_S = 0.001
 #: The first and the longest sleep while no record is there.
 FIRST_IDLE_S = 0.0005
 MAX_IDLE_S = 0.005
@@ -67,6 +70,8 @@ class AIOConsumer:
         self._app: AppThread | None = app
         self._idle = FIRST_IDLE_S
         self._callback_task: asyncio.Future[Any] | None = None
+        #: When the consumer next gives the loop a turn while records keep coming.
+        self._turn_due = 0.0
         self._closing: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> AIOConsumer:
@@ -79,7 +84,21 @@ class AIOConsumer:
         return self._records()
 
     async def _records(self) -> AsyncIterator[Message]:
+        consumer, app = self._consumer, self._app
+        buffer = consumer._buffer
+        monotonic = time.monotonic
         while True:
+            # The fast path: records already taken from librdkafka, no group work waiting, no
+            # poll to report and no turn to give the loop yet: the next one without `poll()`.
+            now = monotonic()
+            if (
+                buffer
+                and (app is None or (app.awaiting is None and app.idle()))
+                and now < consumer._next_poll_note
+                and now < self._turn_due
+            ):
+                yield buffer.popleft()
+                continue
             message = await self.poll(None)
             if message is not None:
                 yield message
@@ -128,7 +147,13 @@ class AIOConsumer:
             consumer._note_poll(now)
 
     async def _step(self) -> Message | None:
-        """Group work first (an error event is returned), then nothing to wait for."""
+        """Give the loop a turn now and then (records may be there at every call: without it
+        a loop consuming at full speed would run nothing else), run the group work (an error
+        event is returned)."""
+        now = time.monotonic()
+        if now >= self._turn_due:
+            self._turn_due = now + TURN_EVERY_S
+            await asyncio.sleep(0)
         app = self._app
         if app is None:
             if self._consumer._closed:
