@@ -47,6 +47,8 @@ log = logging.getLogger("kconsumer")
 
 #: Most records taken from librdkafka in one step on the loop.
 MAX_BATCH = 1024
+#: Buffered records `async for` hands over between two checks for group work.
+FAST_RUN = 32
 #: How often a consumer that always finds records lets the loop run its other tasks.
 TURN_EVERY_S = 0.001
 #: The first and the longest sleep while no record is there.
@@ -97,7 +99,13 @@ class AIOConsumer:
                 and now < consumer._next_poll_note
                 and now < self._turn_due
             ):
-                yield buffer.popleft()
+                # A short run before checking again: group work queued meanwhile waits a few
+                # records at most (a revocation completes only after it ran, so no record of a
+                # revoked partition comes after on_revoke either way).
+                for _ in range(FAST_RUN):
+                    if not buffer:
+                        break
+                    yield buffer.popleft()
                 continue
             message = await self.poll(None)
             if message is not None:
