@@ -442,22 +442,29 @@ class AppThread:
             state.assigning = {(tp.topic, tp.partition): tp for tp in work.partitions}
         elif work.kind is CallbackKind.LOST:
             state.losing = {(tp.topic, tp.partition): tp for tp in work.partitions}
+        call = self._application_callback(work)
+        # Kafka's listener invoker times the application's rebalance callbacks, when it has one.
+        timed = call is not None and work.kind is not CallbackKind.ASSIGNMENT
         started = time.monotonic()
         try:
-            result = self._invoke(work)
+            result = None if call is None else call()
         except Exception as exc:
-            self._callback_done(work, started, exc)
+            self._callback_done(work, started, timed, exc)
             return
         if inspect.isawaitable(result):
             if self.awaitable_callbacks:
-                self.awaiting = Awaited(result, lambda _r, error: self._callback_done(work, started, error))
+
+                def finish(_result: Any, error: BaseException | None) -> None:
+                    self._callback_done(work, started, timed, error)
+
+                self.awaiting = Awaited(result, finish)
                 return
             if inspect.iscoroutine(result):
                 result.close()
             error = TypeError(f"{work.kind.value} returned an awaitable: use kconsumer.aio.AIOConsumer")
-            self._callback_done(work, started, error)
+            self._callback_done(work, started, timed, error)
             return
-        self._callback_done(work, started, None)
+        self._callback_done(work, started, timed, None)
 
     def finish_awaited(self, result: Any, error: BaseException | None) -> None:
         """The awaited work (`awaiting`) finished with `result`, or `error` if it raised."""
@@ -465,10 +472,12 @@ class AppThread:
         assert awaited is not None
         awaited.finish(result, error)
 
-    def _callback_done(self, work: InvokeCallback, started: float, error: BaseException | None) -> None:
+    def _callback_done(
+        self, work: InvokeCallback, started: float, timed: bool, error: BaseException | None
+    ) -> None:
         """Record, clean up and report a finished rebalance callback."""
         state = self.state
-        if self.metrics is not None and work.kind is not CallbackKind.ASSIGNMENT and self._has_callback(work):
+        if timed and self.metrics is not None:
             self.metrics.callback_finished(work.kind.name.lower(), time.monotonic() - started)
         if error is not None:
             state.errors.append(error)
@@ -482,23 +491,13 @@ class AppThread:
                     state.stored.pop((tp.topic, tp.partition), None)
         self.runtime.post(CallbackCompleted(work.callback_id, error))
 
-    def _has_callback(self, work: InvokeCallback) -> bool:
-        callbacks = self.callbacks
-        if callbacks.listener is not None:
-            return True
-        if work.kind is CallbackKind.LOST:
-            return (callbacks.on_lost or callbacks.on_revoke) is not None
-        wanted = callbacks.on_assign if work.kind is CallbackKind.ASSIGNED else callbacks.on_revoke
-        return wanted is not None
-
-    def _invoke(self, work: InvokeCallback) -> object:
-        """Call the application's callback for `work`; its return value (an awaitable for a
-        coroutine function)."""
+    def _application_callback(self, work: InvokeCallback) -> Callable[[], object] | None:
+        """The application's callback for `work`, ready to call (its return value is an
+        awaitable for a coroutine function); None when the application has none."""
         callbacks = self.callbacks
         if work.kind is CallbackKind.ASSIGNMENT:
-            if callbacks.on_assignment is not None:
-                callbacks.on_assignment(work)
-            return None
+            hook = callbacks.on_assignment
+            return None if hook is None else (lambda: hook(work))
         partitions = [TopicPartition(tp.topic, tp.partition) for tp in work.partitions]
         listener = callbacks.listener
         if listener is not None:
@@ -507,13 +506,13 @@ class AppThread:
                 CallbackKind.REVOKED: listener.on_partitions_revoked,
                 CallbackKind.LOST: listener.on_partitions_lost,
             }[work.kind]
-            return method(partitions)
+            return lambda: method(partitions)
         function = {
             CallbackKind.ASSIGNED: callbacks.on_assign,
             CallbackKind.REVOKED: callbacks.on_revoke,
             CallbackKind.LOST: callbacks.on_lost or callbacks.on_revoke,
         }[work.kind]
-        return None if function is None else function(self.callback_consumer, partitions)
+        return None if function is None else (lambda: function(self.callback_consumer, partitions))
 
     # -- commits ---------------------------------------------------------------------------------
 

@@ -69,15 +69,7 @@ class GroupStatistics:
         self._rebalances += 1
         self._last_rebalance = time.monotonic()
 
-    def rewrite(self, text: str) -> str:
-        """The statistics JSON `text` with the group's fields filled in."""
-        try:
-            stats = json.loads(text)
-        except ValueError:
-            return text
-        return text if self.member is None else self.rewrite_parsed(stats)
-
-    def rewrite_parsed(self, stats: dict[str, Any]) -> str:
+    def rewrite(self, stats: dict[str, Any]) -> str:
         """The parsed statistics `stats` (changed in place) with the group's fields filled in,
         as JSON."""
         member = self.member
@@ -149,7 +141,7 @@ def route_statistics(
         metrics.fetch_statistics(stats, read_committed)
         if not forward or user_callback is None:
             return None
-        return user_callback(group.rewrite_parsed(stats) if group is not None else text)
+        return user_callback(group.rewrite(stats) if group is not None else text)
 
     rd_config["stats_cb"] = stats_cb
 
