@@ -53,7 +53,7 @@ from ..protocol.negotiation import (
     common_version,
 )
 from ..protocol.schema import Message
-from .views import GroupListing, GroupView, classic_view, consumer_view
+from .views import GroupListing, GroupView, PartitionLag, classic_view, consumer_view, lag_rows
 
 M = TypeVar("M", bound=Message)
 
@@ -299,6 +299,22 @@ class GroupAdmin:
         if classic.error_code:
             raise _group_error("DescribeGroups", group_id, classic.error_code, classic.error_message)
         return classic_view(classic)
+
+    async def describe_or_reason(self, group_id: str) -> tuple[GroupView | None, str | None]:
+        """`describe`, or (None, why) when the coordinator cannot describe groups at all."""
+        try:
+            return await self.describe(group_id), None
+        except DescribeUnsupportedError as exc:
+            return None, str(exc)
+
+    async def lag(self, group_id: str) -> tuple[GroupView | None, list[PartitionLag], str | None]:
+        """The group (`describe_or_reason`: the view, or None and maybe why) and the lag of every
+        partition it has a committed offset for or assigns."""
+        view, reason = await self.describe_or_reason(group_id)
+        committed = await self.committed(group_id)
+        keys = [(r.topic, r.partition) for r in lag_rows(view, committed, {})]
+        log_ends = await self.log_offsets(keys, LATEST) if keys else {}
+        return view, lag_rows(view, committed, log_ends), reason
 
     async def _coordinator_versions(self, group_id: str) -> BrokerVersions:
         try:

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..cluster_options import add_cluster_arguments, parse_settings
 from ..errors import ConfigError, ErrorCode
-from .admin import EARLIEST, LATEST, DescribeUnsupportedError, GroupAdmin, GroupAdminError
+from .admin import EARLIEST, LATEST, GroupAdmin, GroupAdminError
 from .render import group_summary, lag_table, listings_table, members_table, table
 from .resets import RESETTABLE_STATES, ResetError, ResetSpec, parse_scope, plan
-from .views import GroupView, Key, lag_rows
+from .views import Key
 
 Action = Callable[[GroupAdmin, argparse.Namespace], Awaitable[int]]
 
@@ -111,23 +111,10 @@ async def _list(admin: GroupAdmin, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _describe_or_note(admin: GroupAdmin, group: str) -> tuple[GroupView | None, str | None]:
-    """The group (None if it has no members or does not exist), or None and why it cannot be
-    described (a broker without the describe APIs)."""
-    try:
-        return await admin.describe(group), None
-    except DescribeUnsupportedError as exc:
-        return None, str(exc)
-
-
 async def _describe(admin: GroupAdmin, args: argparse.Namespace) -> int:
-    view, unsupported = await _describe_or_note(admin, args.group)
-    committed = await admin.committed(args.group)
-    if view is None and not committed:
+    view, rows, unsupported = await admin.lag(args.group)
+    if view is None and not rows:
         return _refuse(unsupported or f"group {args.group!r} does not exist")
-    rows = lag_rows(view, committed, {})
-    log_ends = await admin.log_offsets([(r.topic, r.partition) for r in rows], LATEST) if rows else {}
-    rows = lag_rows(view, committed, log_ends)
     show_members = args.members or not args.offsets
     show_offsets = args.offsets or not args.members
     if view is not None:
@@ -180,7 +167,7 @@ async def _delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
 
 
 async def _reset(admin: GroupAdmin, args: argparse.Namespace) -> int:
-    view, unsupported = await _describe_or_note(admin, args.group)
+    view, unsupported = await admin.describe_or_reason(args.group)
     if unsupported:
         print(
             f"note: {unsupported}; the coordinator refuses the reset if the group has members",

@@ -9,9 +9,9 @@ import asyncio
 import time
 from typing import Any
 
-from .admin import LATEST, GroupAdmin, GroupAdminError
+from .admin import GroupAdmin, GroupAdminError
 from .render import MISSING, partitions_text, pending_text
-from .views import GroupView, PartitionLag, lag_rows
+from .views import GroupView, PartitionLag
 
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,12 +23,11 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def snapshot(admin: GroupAdmin, group: str) -> tuple[GroupView | None, list[PartitionLag]]:
-    """The group and its partitions' lag, now."""
-    view = await admin.describe(group)
-    committed = await admin.committed(group)
-    keys = [(r.topic, r.partition) for r in lag_rows(view, committed, {})]
-    log_ends = await admin.log_offsets(keys, LATEST) if keys else {}
-    return view, lag_rows(view, committed, log_ends)
+    """The group and its partitions' lag, now (GroupAdminError when it cannot be described)."""
+    view, rows, unsupported = await admin.lag(group)
+    if unsupported is not None:
+        raise GroupAdminError(unsupported)
+    return view, rows
 
 
 def render(group: str, view: GroupView | None, rows: list[PartitionLag], error: str | None = None) -> Any:
