@@ -279,52 +279,67 @@ class AIOConsumer:
         self._consumer.store_offsets(message, offsets)
 
     def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """As `Consumer.position` (it does not wait)."""
         return self._consumer.position(partitions)
 
     def seek(self, partition: TopicPartition) -> None:
+        """As `Consumer.seek`."""
         self._consumer.seek(partition)
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """As `Consumer.pause`: buffered records of `partitions` go back to librdkafka."""
         self._consumer.pause(partitions)
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """As `Consumer.resume`."""
         self._consumer.resume(partitions)
 
     def assignment(self) -> list[TopicPartition]:
+        """As `Consumer.assignment`."""
         return self._consumer.assignment()
 
     def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """As `Consumer.incremental_assign` (also inside ``on_assign``)."""
         self._consumer.incremental_assign(partitions)
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        """As `Consumer.incremental_unassign`."""
         self._consumer.incremental_unassign(partitions)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """As `Consumer.assign` (manual assignment, no group)."""
         self._consumer.assign(partitions)
 
     def unassign(self) -> None:
+        """As `Consumer.unassign`."""
         self._consumer.unassign()
 
     def memberid(self) -> str:
+        """As `Consumer.memberid`."""
         return self._consumer.memberid()
 
     def metrics(self) -> dict[str, float]:
+        """As `Consumer.metrics`."""
         return self._consumer.metrics()
 
     def consumer_group_metadata(self) -> bytes:
+        """As `Consumer.consumer_group_metadata`."""
         return self._consumer.consumer_group_metadata()
 
     async def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
     ) -> Any:
+        """As `Consumer.get_watermark_offsets`, in a worker thread (it may ask the broker)."""
         return await self._in_thread(self._consumer.get_watermark_offsets, partition, timeout, cached)
 
     async def offsets_for_times(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
     ) -> Any:
+        """As `Consumer.offsets_for_times`, in a worker thread."""
         return await self._in_thread(self._consumer.offsets_for_times, partitions, timeout)
 
     async def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """As `Consumer.list_topics`, in a worker thread."""
         return await self._in_thread(self._consumer.list_topics, topic, timeout)
 
     # -- closing ---------------------------------------------------------------------------------

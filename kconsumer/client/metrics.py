@@ -88,6 +88,7 @@ class WindowedStat:
         self._started = time.monotonic()
 
     def record(self, value: float, now: float) -> None:
+        """Add a sample of `value` at `now`."""
         self._samples.append((now, value))
         self.count += 1
         self.sum += value
@@ -99,10 +100,12 @@ class WindowedStat:
             samples.popleft()
 
     def avg(self, now: float) -> float:
+        """The average of the window's samples (NaN: none)."""
         self._expire(now)
         return sum(v for _, v in self._samples) / len(self._samples) if self._samples else NAN
 
     def max(self, now: float) -> float:
+        """The largest of the window's samples (NaN: none)."""
         self._expire(now)
         return max(v for _, v in self._samples) if self._samples else NAN
 
@@ -160,16 +163,19 @@ class ConsumerMetrics:
                 self._rebalance_started = None
 
     def heartbeat_sent(self) -> None:
+        """A heartbeat went out."""
         now = self._clock()
         with self._lock:
             self._heartbeats_sent.record(1, now)
             self._last_heartbeat_sent = now
 
     def heartbeat_answered(self, seconds: float) -> None:
+        """A heartbeat's answer came `seconds` after it went out."""
         with self._lock:
             self._heartbeat_response.record(seconds * 1000, self._clock())
 
     def commit_answered(self, seconds: float) -> None:
+        """An OffsetCommit's answer came `seconds` after it went out."""
         with self._lock:
             self._commit.record(seconds * 1000, self._clock())
 

@@ -20,6 +20,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 
 def listings_table(listings: Sequence[GroupListing]) -> str:
+    """``groups list``: one row per group."""
     return table(
         ("GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"),
         ((g.group_id, g.group_type, g.state or MISSING, g.protocol_type or MISSING) for g in listings),
@@ -39,6 +40,7 @@ def group_summary(view: GroupView) -> str:
 
 
 def members_table(view: GroupView) -> str:
+    """``groups describe --members``: one row per member."""
     return table(
         (
             "MEMBER-ID",
@@ -69,6 +71,7 @@ def members_table(view: GroupView) -> str:
 
 
 def lag_table(rows: Sequence[PartitionLag]) -> str:
+    """``groups describe --offsets``: one row per partition."""
     return table(
         ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID", "CLIENT-ID", "HOST"),
         (

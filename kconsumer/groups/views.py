@@ -83,11 +83,13 @@ class PartitionLag:
 
     @property
     def lag(self) -> int | None:
+        """Log end minus committed offset (None when either is unknown)."""
         if self.committed is None or self.log_end is None:
             return None
         return max(0, self.log_end - self.committed)
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the owner as member id, client id and host)."""
         return {
             "topic": self.topic,
             "partition": self.partition,

@@ -15,6 +15,7 @@ from .views import GroupView, PartitionLag
 
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``groups watch`` options."""
     parser.add_argument("group", metavar="GROUP")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes")
     parser.add_argument(
