@@ -15,6 +15,7 @@ from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import reconciliation
 from kconsumer.broker.coordinator.classic import in_consumer_group
 from kconsumer.client.member import MemberCore
+from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput, _Commit
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
 from kconsumer.client.member.operations import CallbackNeed, Need, StopNeed, Waiter
@@ -89,10 +90,27 @@ def coordinator_syncs_classic_members_with_their_target(monkeypatch: pytest.Monk
     monkeypatch.setattr(in_consumer_group, "sync", sync)
 
 
+def classic_member_joins_without_releasing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classic member rejoins while it still holds its partitions and reports owning none (a
+    classic group's leader then gives them away while their holder, in the new generation, still
+    fetches them)."""
+    original = ClassicExchange.send
+
+    def send(self: ClassicExchange, now_ms: int, member_id: str, epoch: int, subscription: Any,
+             owned: Any, client_assignors: Any) -> Any:
+        return original(self, now_ms, member_id, epoch, subscription, (), client_assignors)
+
+    monkeypatch.setattr(ClassicExchange, "send", send)
+
+
 #: Mutations that need classic members: run with ``protocols="mixed"``.
 MIXED_MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_syncs_classic_members_with_their_target": (
         coordinator_syncs_classic_members_with_their_target,
+        frozenset({"double-fetch", "double-hold", "fetch-not-owner", "hold-not-owner"}),
+    ),
+    "classic_member_joins_without_releasing": (
+        classic_member_joins_without_releasing,
         frozenset({"double-fetch", "double-hold", "fetch-not-owner", "hold-not-owner"}),
     ),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kconsumer.testing.sim import SweepSummary, run_seed, summarize
-from kconsumer.testing.sim.invariants import Coverage, Violation
+from kconsumer.testing.sim.invariants import Coverage, Checker, Violation
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,27 @@ def test_result_stats_and_report() -> None:
     assert result.ok and result.stats["steps"] > 0 and result.stats["sim_ms"] > 10_000
     assert "converge_ms" in result.stats and "drain_ms" in result.stats
     assert result.report().startswith("seed 0: ok")
+
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        1632,  # a static classic member paused past the rebalance timeout
+        2519,  # a static classic member's on_partitions_revoked runs past the rebalance timeout
+    ],
+)
+def test_a_static_classic_member_left_out_of_a_generation_is_a_zombie(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka keeps a static member that did not rejoin in time in the group, but the generation
+    goes on without it and its partitions go to others; until it hears ILLEGAL_GENERATION it is a
+    zombie (the checker's exclusivity exempts it), not a second owner. Counting only members the
+    group no longer has as zombies reports a double hold there."""
+    result = run_seed(seed, protocols="mixed")
+    assert result.ok, result.report()
+    monkeypatch.setattr(
+        Checker, "_zombie", lambda self, proc: proc.group_member_id not in self.members
+    )
+    result = run_seed(seed, protocols="mixed")
+    assert [v.kind for v in result.violations][:1] == ["double-hold"], result.report()

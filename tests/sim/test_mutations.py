@@ -4,7 +4,7 @@ small range reports the violation it must cause, and that seed reproduces it."""
 from __future__ import annotations
 
 import pytest
-from mutations import MIXED_MUTATIONS, MUTATIONS
+from mutations import MIXED_MUTATIONS, MUTATIONS, classic_member_joins_without_releasing
 
 from kconsumer.testing.sim import run_seed
 
@@ -38,3 +38,15 @@ def test_mutation_is_caught_with_a_reproducing_seed(
     assert again.trace_hash == found.trace_hash and again.violations == found.violations
     monkeypatch.undo()
     assert run_seed(found.seed, protocols=protocols).ok, f"{name}: seed {found.seed} fails without it too"
+
+
+def test_a_classic_group_catches_a_member_joining_with_its_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a classic group the coordinator does not know owners: the applications' exclusivity
+    catches a member that rejoins still holding partitions (its generation is the current one,
+    so it is no zombie), not only the consumer group's ownership checks."""
+    classic_member_joins_without_releasing(monkeypatch)
+    for seed in range(BUDGET):
+        result = run_seed(seed, protocols="mixed")
+        if result.violations and result.violations[0].kind in ("double-fetch", "double-hold"):
+            return
+    pytest.fail(f"no seed of 0..{BUDGET - 1} reports a double fetch or hold")

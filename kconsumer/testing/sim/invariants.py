@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...broker.coordinator import GroupCoordinator
+from ...broker.coordinator.classic.model import ClassicState
 from ...broker.coordinator.records import (
     ClassicGroupTombstone,
     ConsumerGroupTombstone,
@@ -126,6 +127,9 @@ class Checker:
         self.committed: dict[Key, int] = {}
         self.max_group_epoch = 0
         self._classic_was_empty = False
+        #: A classic group's generation once its join phase is over (None: consumer group, or
+        #: a classic group preparing a rebalance).
+        self._classic_generation: int | None = None
         self._coordinator_epochs: dict[str, int] = {}
         self._client_epochs: dict[str, int] = {}
         self.zombies = ZombieStats()
@@ -143,7 +147,13 @@ class Checker:
         self.world.trace.log(self.sched.now, "CHECK", str(found))
 
     def _zombie(self, proc: SimMember) -> bool:
-        return proc.group_member_id not in self.members
+        """Not a member, or (classic) a member left out of the current generation: a static
+        member that did not rejoin in time stays in the group, but the generation went on
+        without it (the coordinator answers it ILLEGAL_GENERATION, as Kafka does)."""
+        if proc.group_member_id not in self.members:
+            return True
+        generation = self._classic_generation
+        return generation is not None and proc.classic is not None and proc.joined_generation != generation
 
     def _label(self, key: Key) -> str:
         return self.topics.short(key)
@@ -165,6 +175,7 @@ class Checker:
             return
         if records or kind == "hb":
             self.members = frozenset(group.members)
+            self._classic_generation = None
         if self._classic_was_empty and any(isinstance(r, ClassicGroupTombstone) for r in records):
             # An empty classic group deleted for a consumer-protocol join: a new group, epochs
             # from the start (a conversion of a non-empty one keeps them).
@@ -227,6 +238,8 @@ class Checker:
             # conversion keeps the group epoch as the generation).
             self.max_group_epoch = 0
         self.members = frozenset(classic.members)
+        joined = classic.state in (ClassicState.COMPLETING_REBALANCE, ClassicState.STABLE)
+        self._classic_generation = classic.generation if joined else None
         # Only a stored generation is kept by a coordinator taking over (one whose rebalance got
         # no further than JoinGroup is never stored, and may be handed out again).
         generation = 0 if durable is None else durable.generation

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...broker.coordinator.classic.replies import Deferred
 from ...errors import ErrorCode
+from ...protocol.messages.classic_group import JoinGroupResponse
 from .host import CoordinatorHost, request_kind
 from .params import FaultMix, SimParams
 from .scheduler import Scheduler
@@ -180,6 +181,9 @@ class Network:
         self._respond(link, pending, response)
 
     def _respond(self, link: Link, pending: Pending, response: Any) -> None:
+        if isinstance(response, JoinGroupResponse) and not response.error_code:
+            # Part of that generation from the moment the coordinator answers (heard or not).
+            link.proc.joined_generation = response.generation_id
         if not link.alive:
             return
         if self._lost():

@@ -69,6 +69,8 @@ class SimMember:
         params = world.params
         server_assignor = None if client_assignors or classic else params.server_assignors[slot]
         self.classic = classic
+        #: The generation of the last JoinGroup answer the coordinator produced for it (classic).
+        self.joined_generation = -1
         config = MemberConfig(
             group_id=GROUP,
             instance_id=instance_id,
