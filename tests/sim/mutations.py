@@ -96,8 +96,15 @@ def classic_member_joins_without_releasing(monkeypatch: pytest.MonkeyPatch) -> N
     fetches them)."""
     original = ClassicExchange.send
 
-    def send(self: ClassicExchange, now_ms: int, member_id: str, epoch: int, subscription: Any,
-             owned: Any, client_assignors: Any) -> Any:
+    def send(
+        self: ClassicExchange,
+        now_ms: int,
+        member_id: str,
+        epoch: int,
+        subscription: Any,
+        owned: Any,
+        client_assignors: Any,
+    ) -> Any:
         return original(self, now_ms, member_id, epoch, subscription, (), client_assignors)
 
     monkeypatch.setattr(ClassicExchange, "send", send)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kconsumer.testing.sim import SweepSummary, run_seed, summarize
-from kconsumer.testing.sim.invariants import Coverage, Checker, Violation
+from kconsumer.testing.sim.invariants import Checker, Coverage, Violation
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,6 @@ def test_result_stats_and_report() -> None:
     assert result.report().startswith("seed 0: ok")
 
 
-
 @pytest.mark.parametrize(
     "seed",
     [
@@ -79,8 +78,6 @@ def test_a_static_classic_member_left_out_of_a_generation_is_a_zombie(
     group no longer has as zombies reports a double hold there."""
     result = run_seed(seed, protocols="mixed")
     assert result.ok, result.report()
-    monkeypatch.setattr(
-        Checker, "_zombie", lambda self, proc: proc.group_member_id not in self.members
-    )
+    monkeypatch.setattr(Checker, "_zombie", lambda self, proc: proc.group_member_id not in self.members)
     result = run_seed(seed, protocols="mixed")
     assert [v.kind for v in result.violations][:1] == ["double-hold"], result.report()

@@ -40,7 +40,9 @@ def test_mutation_is_caught_with_a_reproducing_seed(
     assert run_seed(found.seed, protocols=protocols).ok, f"{name}: seed {found.seed} fails without it too"
 
 
-def test_a_classic_group_catches_a_member_joining_with_its_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_classic_group_catches_a_member_joining_with_its_partitions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """In a classic group the coordinator does not know owners: the applications' exclusivity
     catches a member that rejoins still holding partitions (its generation is the current one,
     so it is no zombie), not only the consumer group's ownership checks."""
