@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kconsumer import AssignmentSpec, AssignorMetadata, GroupAssignment, PartitionAssignor
 from kconsumer.assignment.announcements import AnnouncedAssignor
 from kconsumer.client.config import PASSTHROUGH_KEYS, REFUSED_KEYS, ConsumerConfig
 from kconsumer.client.member import OffsetReset
@@ -156,6 +157,67 @@ def test_classic_protocol_takes_its_own_keys() -> None:
     default = ConsumerConfig.from_dict({**group, "group.protocol": "classic"}).member_config().classic
     assert default is not None and default.strategies == ("range", "roundrobin") and not default.cooperative
     assert ConsumerConfig.from_dict(group).member_config().classic is None
+
+
+class _Eager(PartitionAssignor):
+    name = "mine"
+
+    def metadata(self) -> AssignorMetadata:
+        return AssignorMetadata(data=b"weights")
+
+    def assign(self, spec: AssignmentSpec) -> GroupAssignment:
+        return GroupAssignment()
+
+
+class _Cooperative(_Eager):
+    name = "mine-cooperative"
+    rebalance_protocol = "cooperative"
+
+
+def _classic_strategy(value: Any) -> ConsumerConfig:
+    return ConsumerConfig.from_dict(
+        {**BASE, "group.id": "g", "group.protocol": "classic", "partition.assignment.strategy": value}
+    )
+
+
+def test_classic_strategies_take_the_applications_assignors() -> None:
+    mine = _Eager()
+    config = _classic_strategy([mine, "RANGE"])
+    classic = config.member_config().classic
+    assert classic is not None and classic.strategies == ("mine", "range") and not classic.cooperative
+    assert classic.local_strategies == {"mine": b"weights"}
+    assert config.group_local_assignors == (mine,) and config.member_config().client_assignors == ()
+    loaded = _classic_strategy("cooperative-sticky, test_config:_Cooperative").member_config().classic
+    assert loaded is not None and loaded.cooperative
+    assert loaded.strategies == ("cooperative-sticky", "mine-cooperative")
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("sticky", "unknown strategy 'sticky'"),
+        ("", "at least one strategy"),
+        ([_Eager(), "cooperative-sticky"], "mixes eager"),
+        ([_Cooperative(), "range"], "mixes eager"),
+        ([_Eager(), _Eager()], "mine repeats"),
+        ("test_config:NoSuchClass", "cannot import"),
+        ([object()], "is not an assignor"),
+    ],
+)
+def test_classic_strategy_errors_name_the_key(value: Any, reason: str) -> None:
+    found = error({**BASE, "group.protocol": "classic", "partition.assignment.strategy": value})
+    assert found.key == "partition.assignment.strategy" and reason in found.reason
+
+
+def test_a_classic_assignor_declares_a_known_rebalance_protocol() -> None:
+    odd = _Eager()
+    odd.rebalance_protocol = "incremental"
+    found = error({**BASE, "group.protocol": "classic", "partition.assignment.strategy": [odd]})
+    assert "rebalance_protocol must be 'eager' or 'cooperative'" in found.reason
+    clash = _Eager()
+    clash.name = "range"
+    found = error({**BASE, "group.protocol": "classic", "partition.assignment.strategy": [clash]})
+    assert "name of a built-in strategy" in found.reason
 
 
 @pytest.mark.parametrize("value", ["consumer", "CONSUMER", "Consumer"])

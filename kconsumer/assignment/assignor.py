@@ -289,7 +289,10 @@ class GroupMetadata:
 
 class PartitionAssignor(abc.ABC):
     """A client-side assignor; configure instances (or ``"module:Class"`` strings) in
-    ``group.local.assignors``, most preferred first.
+    ``group.local.assignors``, most preferred first; with ``group.protocol=classic`` in
+    ``partition.assignment.strategy`` (beside or instead of the built-in names), where the group's
+    leader runs it over the members' subscriptions (`AssignmentSpec.members` then carry version -1
+    metadata with the members' user data, and `target_partitions` what each reports owning).
 
     Subclasses set `name` (unique in the group; every member must list an assignor of that name
     for it to be used, docs/assignor-protocol.md §5), the range of metadata versions they read, and
@@ -303,6 +306,11 @@ class PartitionAssignor(abc.ABC):
     minimum_version: int = 0
     #: Highest metadata version this assignor reads.
     maximum_version: int = 0
+    #: With ``group.protocol=classic`` (in ``partition.assignment.strategy``): ``"eager"`` (every
+    #: member gives up all its partitions before each rebalance) or ``"cooperative"`` (KIP-429:
+    #: members keep what stays theirs; a partition another member still reports owning is left out
+    #: of its new owner's assignment until a follow-up rebalance, whatever `assign` returns).
+    rebalance_protocol: str = "eager"
 
     def metadata(self) -> AssignorMetadata:
         """This member's metadata, announced when it joins and again after

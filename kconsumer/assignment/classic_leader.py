@@ -18,8 +18,16 @@ from ..protocol.consumer_protocol import (
     decode_consumer_protocol,
     encode_consumer_protocol,
 )
-from .assignor import AssignmentMemberSpec, AssignmentSpec, AssignmentTopicMetadata, MemberMetadata
-from .classic_strategies import CLASSIC_STRATEGIES
+from .assignor import (
+    AssignmentMemberSpec,
+    AssignmentSpec,
+    AssignmentTopicMetadata,
+    AssignorFailedError,
+    GroupAssignment,
+    MemberMetadata,
+)
+from .classic_strategies import CLASSIC_STRATEGIES, is_cooperative, not_owned_by_others
+from .validation import GroupSnapshot, InvalidAssignmentError, validate_assignment
 
 log = logging.getLogger("kconsumer")
 
@@ -45,16 +53,17 @@ def subscribed_topics(members: Iterable[JoinedMember]) -> set[str]:
     return {topic for sub in subscriptions(members).values() for topic in sub.topics}
 
 
-def classic_assignments(
-    strategy: str, members: Iterable[JoinedMember], partition_counts: Mapping[str, int]
-) -> dict[str, bytes]:
-    """Every member's assignment bytes (ConsumerProtocol assignment v3) computed with `strategy`
-    (a name of `CLASSIC_STRATEGIES`); topics without a known partition count are not assigned."""
+def classic_spec(
+    members: Iterable[JoinedMember], partition_counts: Mapping[str, int], strategy: str = ""
+) -> AssignmentSpec:
+    """What a strategy assigns from: every member JoinGroup listed (its subscription, rack, user
+    data as version -1 metadata, owned partitions as `target_partitions`, reported generation as
+    `member_epoch`) and every subscribed topic with a known partition count."""
     members = list(members)
     decoded = subscriptions(members)
     instances = {member_id: instance for member_id, instance, _metadata in members}
     topics = {t for sub in decoded.values() for t in sub.topics if partition_counts.get(t, 0) > 0}
-    spec = AssignmentSpec(
+    return AssignmentSpec(
         members={
             member_id: AssignmentMemberSpec(
                 member_id=member_id,
@@ -69,22 +78,69 @@ def classic_assignments(
             for member_id, sub in decoded.items()
         },
         topics={t: AssignmentTopicMetadata(t, partition_counts[t]) for t in sorted(topics)},
+        assignor_name=strategy,
     )
-    result = CLASSIC_STRATEGIES[strategy]().assign(spec)
+
+
+def classic_assignments(
+    strategy: str, members: Iterable[JoinedMember], partition_counts: Mapping[str, int]
+) -> dict[str, bytes]:
+    """Every member's assignment bytes computed with the built-in `strategy` (a name of
+    `CLASSIC_STRATEGIES`); topics without a known partition count are not assigned."""
+    spec = classic_spec(members, partition_counts, strategy)
+    assignor = CLASSIC_STRATEGIES[strategy]()
+    return encode_result(spec, assignor.assign(spec), cooperative=is_cooperative(strategy))
+
+
+def encode_result(spec: AssignmentSpec, result: object, *, cooperative: bool) -> dict[str, bytes]:
+    """Every member's SyncGroup assignment bytes (ConsumerProtocol v3, with the strategy's user
+    data) for a strategy's `result`, checked with the rules every assignor obeys
+    (`kconsumer.assignment.validation`); cooperative (KIP-429): what another member still
+    reports owning is left for the next rebalance, and such a partition need not be assigned.
+    Raises `AssignorFailedError` naming the broken rule."""
+    if not isinstance(result, GroupAssignment):
+        raise AssignorFailedError(f"assign() must return a GroupAssignment, got {type(result).__name__}")
+    snapshot = GroupSnapshot(
+        None,
+        {m.member_id: m.subscribed_topics for m in spec.members.values()},
+        {name: topic.num_partitions for name, topic in spec.topics.items()},
+    )
+    entries = [(member_id, list(a.partitions.items())) for member_id, a in result.members.items()]
+    try:
+        validate_assignment(snapshot, entries, also_covered=owned_partitions(spec) if cooperative else ())
+    except InvalidAssignmentError as exc:
+        raise AssignorFailedError(str(exc)) from exc
+    assigned = {
+        m: sorted((t, p) for t, ps in a.partitions.items() for p in ps) for m, a in result.members.items()
+    }
+    if cooperative:
+        assigned = not_owned_by_others(spec, assigned)
     out = {}
-    for member_id in decoded:
-        assigned = result.members.get(member_id)
-        partitions = {} if assigned is None else assigned.partitions
+    for member_id in spec.members:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in assigned.get(member_id, ()):
+            by_topic.setdefault(topic, []).append(partition)
+        member_result = result.members.get(member_id)
         value = ConsumerAssignment(
             assigned_partitions=[
-                ConsumerTopicPartitions(topic=t, partitions=list(p))
-                for t, p in sorted(partitions.items())
-                if p
+                ConsumerTopicPartitions(topic=t, partitions=p) for t, p in sorted(by_topic.items())
             ],
-            user_data=None,
+            user_data=(member_result.data or None) if member_result is not None else None,
         )
         out[member_id] = encode_consumer_protocol(value)
     return out
+
+
+def owned_partitions(spec: AssignmentSpec) -> set[tuple[str, int]]:
+    """Every existing partition of a subscribed topic some member reports owning."""
+    return {
+        (topic, p)
+        for member in spec.members.values()
+        for topic, partitions in member.target_partitions.items()
+        if topic in spec.topics
+        for p in partitions
+        if p < spec.topics[topic].num_partitions
+    }
 
 
 def assigned_partitions(assignment: bytes) -> dict[str, list[int]]:
@@ -93,3 +149,10 @@ def assigned_partitions(assignment: bytes) -> dict[str, list[int]]:
         return {}
     decoded = decode_consumer_protocol(ConsumerAssignment, assignment)[0]
     return {a.topic: sorted(a.partitions) for a in decoded.assigned_partitions if a.partitions}
+
+
+def user_data(assignment: bytes) -> bytes:
+    """The strategy's user data in SyncGroup assignment bytes (none: empty)."""
+    if not assignment:
+        return b""
+    return decode_consumer_protocol(ConsumerAssignment, assignment)[0].user_data or b""

@@ -142,13 +142,20 @@ class CooperativeStickyStrategy(PartitionAssignor):
             )
             load[target].append(key)
         _balance(spec, eligible, load, claims)
-        # Cooperative: nothing another member still reports owning is handed over in this
-        # rebalance (a member may keep what it claims itself, even when another claims it too).
-        final = {
-            member: [k for k in keys if not claims.get(k) or member in {m for _g, m in claims[k]}]
-            for member, keys in load.items()
-        }
-        return _result(spec, final)
+        return _result(spec, not_owned_by_others(spec, load))
+
+
+def not_owned_by_others(
+    spec: AssignmentSpec, assigned: Mapping[str, list[TopicPartition]]
+) -> dict[str, list[TopicPartition]]:
+    """`assigned` without what another member still reports owning (KIP-429: such a partition
+    is handed over in the next rebalance, once its owner revoked it and rejoined). A member keeps
+    what it claims itself, even when another claims it too."""
+    claims = _claims(spec)
+    return {
+        member: [k for k in keys if not claims.get(k) or member in {m for _g, m in claims[k]}]
+        for member, keys in assigned.items()
+    }
 
 
 def _claims(spec: AssignmentSpec) -> dict[TopicPartition, list[tuple[int, str]]]:

@@ -139,7 +139,7 @@ def install_members(prepared: Prepared, result: Any) -> tuple[int, list[Installe
     return result.error, members
 
 
-def snapshot_of(response: ConsumerGroupPrepareAssignmentResponse) -> GroupSnapshot:
+def snapshot_of(response: ConsumerGroupPrepareAssignmentResponse) -> GroupSnapshot[Uuid]:
     """The group a PrepareAssignment response describes, as an assignment of it is validated."""
     return GroupSnapshot(
         response.group_epoch,
@@ -148,7 +148,7 @@ def snapshot_of(response: ConsumerGroupPrepareAssignmentResponse) -> GroupSnapsh
     )
 
 
-def installed_entries(members: Iterable[InstalledMember]) -> Iterable[MemberEntry]:
+def installed_entries(members: Iterable[InstalledMember]) -> Iterable[MemberEntry[Uuid]]:
     """The members of an InstallAssignment request as `validate_assignment` takes them."""
     return ((m.member_id, ((tp.topic_id, tp.partitions) for tp in m.topic_partitions)) for m in members)
 

@@ -14,8 +14,9 @@ raises `InvalidAssignmentError`, whose message names the broken rule:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ..protocol.uuid import Uuid
 from .algorithms._common import check_topics_exist
@@ -33,8 +34,11 @@ ONE_ENTRY_PER_MEMBER = "one entry per member"
 EVERY_MEMBER_LISTED = "an entry for every member"
 NON_EMPTY_FROZENSETS = "partitions as non-empty frozensets"
 
+#: How topics are named: by id (consumer protocol) or by name (the classic protocol's leader).
+Topic = TypeVar("Topic", Uuid, str)
+
 #: One member's entry: its id and its partitions as (topic id, partition numbers) pairs.
-MemberEntry = tuple[str, Iterable[tuple[Uuid, Iterable[int]]]]
+MemberEntry = tuple[str, Iterable[tuple[Topic, Iterable[int]]]]
 
 
 class InvalidAssignmentError(PartitionAssignorError):
@@ -47,7 +51,7 @@ class InvalidAssignmentError(PartitionAssignorError):
 
 
 @dataclass(frozen=True)
-class GroupSnapshot:
+class GroupSnapshot(Generic[Topic]):
     """The group an assignment is computed for and checked against.
 
     `epoch` is the group epoch it describes (None when unknown), `subscriptions` every member's
@@ -55,22 +59,26 @@ class GroupSnapshot:
     """
 
     epoch: int | None
-    subscriptions: Mapping[str, frozenset[Uuid]]
-    partitions: Mapping[Uuid, int]
+    subscriptions: Mapping[str, frozenset[Topic]]
+    partitions: Mapping[Topic, int]
 
 
 def validate_assignment(
-    group: GroupSnapshot, members: Iterable[MemberEntry]
-) -> dict[str, dict[Uuid, frozenset[int]]]:
+    group: GroupSnapshot[Topic],
+    members: Iterable[MemberEntry[Topic]],
+    also_covered: Collection[tuple[Topic, int]] = (),
+) -> dict[str, dict[Topic, frozenset[int]]]:
     """Every member's partitions by topic id, if `members` is a valid assignment of `group`;
     raises `InvalidAssignmentError` naming the first rule broken (in the order of `members`).
 
     Members of `group` left out of `members` get nothing. A topic listed twice for one member is
-    merged; a partition listed twice breaks "each partition assigned exactly once".
+    merged; a partition listed twice breaks "each partition assigned exactly once". Partitions in
+    `also_covered` need not be assigned (a cooperative classic group's partitions still owned:
+    they are handed over in the next rebalance).
     """
 
-    owner: dict[tuple[Uuid, int], str] = {}
-    result: dict[str, dict[Uuid, frozenset[int]]] = {}
+    owner: dict[tuple[Topic, int], str] = {}
+    result: dict[str, dict[Topic, frozenset[int]]] = {}
     for member_id, topic_partitions in members:
         subscribed = group.subscriptions.get(member_id)
         if subscribed is None:
@@ -78,7 +86,7 @@ def validate_assignment(
             raise InvalidAssignmentError(GROUP_MEMBERS_ONLY, f"member {member_id} {at}")
         if member_id in result:
             raise InvalidAssignmentError(ONE_ENTRY_PER_MEMBER, f"member {member_id} appears twice")
-        assignment: dict[Uuid, set[int]] = {}
+        assignment: dict[Topic, set[int]] = {}
         for topic_id, partitions in topic_partitions:
             count = group.partitions.get(topic_id)
             if count is None:
@@ -104,7 +112,9 @@ def validate_assignment(
                 assignment.setdefault(topic_id, set()).add(partition)
         result[member_id] = {t: frozenset(p) for t, p in assignment.items()}
     for topic_id, count in sorted(group.partitions.items(), key=lambda item: str(item[0])):
-        missing = [p for p in range(count) if (topic_id, p) not in owner]
+        missing = [
+            p for p in range(count) if (topic_id, p) not in owner and (topic_id, p) not in also_covered
+        ]
         if missing:
             raise InvalidAssignmentError(
                 EVERY_PARTITION_ASSIGNED, f"topic {topic_id} partitions {missing[:10]} are not assigned"

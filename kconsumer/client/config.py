@@ -41,8 +41,9 @@ on_commit                             None         ``on_commit(err, partitions)`
 ====================================  ===========  =========================================
 session.timeout.ms                    45000        1-3600000 (the broker's range applies too)
 heartbeat.interval.ms                 3000         below session.timeout.ms
-partition.assignment.strategy         range,       ``range``, ``roundrobin``, ``cooperative-sticky``
-                                      roundrobin   (all eager or all cooperative)
+partition.assignment.strategy         range,       ``range``, ``roundrobin``, ``cooperative-sticky``,
+                                      roundrobin   your PartitionAssignors or ``"module:Class"``
+                                                   (all eager or all cooperative)
 ====================================  ===========  =========================================
 
 With ``group.protocol=consumer`` these three are **refused because the consumer protocol moved them
@@ -60,31 +61,18 @@ runtime creates the handle. Keys that would let librdkafka manage the group or t
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ..assignment.announcements import AnnouncedAssignor
 from ..assignment.assignor import assignor_metadata
-from ..assignment.classic_strategies import CLASSIC_STRATEGIES, is_cooperative
-from ..assignment.loading import NotATargetError, TargetCreateError, TargetImportError, load_object
-from ..assignment.versions import VersionRange
 from ..errors import ConfigError
+from .assignor_config import LocalAssignor, classic_strategies, local_assignors
 from .member.model import ClassicSettings, MemberConfig, OffsetReset
 
 MAX_INT32 = 2**31 - 1
-
-
-@runtime_checkable
-class LocalAssignor(Protocol):
-    """What configuration needs from a client-side assignor: a name and a version range, and
-    optionally ``metadata()`` (the member's initial metadata). `kconsumer.PartitionAssignor` is
-    the full interface; the `Consumer` also requires its ``assign(spec)``."""
-
-    name: str
-    minimum_version: int
-    maximum_version: int
 
 
 #: librdkafka keys passed through as they are.
@@ -237,6 +225,7 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     partition_assignment_strategy: tuple[str, ...] = ("range", "roundrobin")
+    partition_assignment_cooperative: bool = False
     on_commit: Callable[..., Any] | None = None
     librdkafka_passthrough: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -301,7 +290,7 @@ class ConsumerConfig:
                 raise ConfigError("on_commit", "must be callable: on_commit(err, partitions)")
             values["on_commit"] = config["on_commit"]
         if config.get("group.local.assignors") is not None:
-            values["group_local_assignors"] = _local_assignors(config["group.local.assignors"])
+            values["group_local_assignors"] = local_assignors(config["group.local.assignors"])
 
         if values.get("group_local_assignors") and values.get("group_remote_assignor"):
             raise ConfigError(
@@ -332,7 +321,7 @@ class ConsumerConfig:
         maximum version and no bytes)."""
         metadata = metadata or {}
         assignors = []
-        for assignor in self.group_local_assignors:
+        for assignor in () if self.classic else self.group_local_assignors:
             if assignor.name in metadata:
                 reason, (version, data) = 0, metadata[assignor.name]
             else:
@@ -361,11 +350,11 @@ class ConsumerConfig:
     def _classic_settings(self) -> ClassicSettings | None:
         if not self.classic:
             return None
-        strategies = self.partition_assignment_strategy
         refresh = self.librdkafka_passthrough.get("topic.metadata.refresh.interval.ms", 300_000)
         return ClassicSettings(
-            strategies=strategies,
-            cooperative=is_cooperative(strategies[0]),
+            strategies=self.partition_assignment_strategy,
+            cooperative=self.partition_assignment_cooperative,
+            local_strategies={a.name: assignor_metadata(a).data for a in self.group_local_assignors},
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             # librdkafka's key (also given to the fetch handle); -1 there means never: 5 minutes
@@ -418,7 +407,8 @@ def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(
                 key,
                 "not supported with group.protocol=classic: the group's leader assigns with "
-                "partition.assignment.strategy (range, roundrobin or cooperative-sticky)",
+                "partition.assignment.strategy (range, roundrobin, cooperative-sticky or your own "
+                "PartitionAssignor)",
             )
     for key, (name, _default, low, high) in _CLASSIC_INTS.items():
         if key in config:
@@ -427,22 +417,10 @@ def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
     if values.get("heartbeat_interval_ms", 3_000) >= session:
         raise ConfigError("heartbeat.interval.ms", f"must be below session.timeout.ms ({session})")
     if "partition.assignment.strategy" in config:
-        raw = _string("partition.assignment.strategy", config["partition.assignment.strategy"])
-        names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
-        unknown = [n for n in names if n not in CLASSIC_STRATEGIES]
-        if not names or unknown:
-            raise ConfigError(
-                "partition.assignment.strategy",
-                f"unknown strategy {', '.join(unknown) or repr(raw)}: "
-                "use range, roundrobin or cooperative-sticky",
-            )
-        if len({is_cooperative(n) for n in names}) > 1:
-            raise ConfigError(
-                "partition.assignment.strategy",
-                "mixes eager (range, roundrobin) and cooperative (cooperative-sticky) strategies: "
-                "a member uses one rebalance protocol, choose one kind",
-            )
-        values["partition_assignment_strategy"] = names
+        strategies = classic_strategies(config["partition.assignment.strategy"])
+        values["partition_assignment_strategy"] = strategies.names
+        values["partition_assignment_cooperative"] = strategies.cooperative
+        values["group_local_assignors"] = strategies.user_assignors
     return values
 
 
@@ -497,49 +475,3 @@ def _passthrough_value(key: str, value: Any) -> Any:
     raise ConfigError(
         key, f"must be a string, number or boolean (passed to librdkafka), got {type(value).__name__}"
     )
-
-
-def _local_assignors(value: Any) -> tuple[LocalAssignor, ...]:
-    key = "group.local.assignors"
-    if isinstance(value, str):
-        items: Iterable[Any] = [item.strip() for item in value.split(",") if item.strip()]
-    elif isinstance(value, (list, tuple)):
-        items = value
-    else:
-        raise ConfigError(key, "must be a list of assignors or of 'module:Class' strings")
-    assignors = [_assignor(item) for item in items]
-    names = [a.name for a in assignors]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(key, f"assignor names must be unique, {', '.join(duplicates)} repeats")
-    return tuple(assignors)
-
-
-def _assignor(item: Any) -> LocalAssignor:
-    key = "group.local.assignors"
-    if isinstance(item, str):
-        try:
-            item = load_object(item)
-        except NotATargetError as exc:
-            raise ConfigError(key, str(exc)) from None
-        except TargetImportError as exc:
-            raise ConfigError(key, f"cannot import {item!r}: {exc}") from None
-        except TargetCreateError as exc:
-            raise ConfigError(key, f"cannot create {item!r} without arguments: {exc}") from None
-    missing = [a for a in ("name", "minimum_version", "maximum_version") if getattr(item, a, None) is None]
-    if missing:
-        raise ConfigError(key, f"{item!r} is not an assignor: it has no {', '.join(missing)}")
-    name, low, high = item.name, item.minimum_version, item.maximum_version
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(key, f"{item!r}: name must be a non-empty string")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
-        raise ConfigError(key, f"assignor {name!r}: minimum_version and maximum_version must be integers")
-    problem = VersionRange(low, high).problem()
-    if problem is not None:
-        raise ConfigError(key, f"assignor {name!r}: {problem}")
-    try:
-        assignor_metadata(item)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(key, f"assignor {name!r}: metadata(): {exc}") from None
-    assignor: LocalAssignor = item
-    return assignor

@@ -231,6 +231,11 @@ class Consumer(HandleFacade):
         runtime, _app = self._group()
         if self._assignors is None:
             raise RuntimeError("this consumer has no client-side assignor (group.local.assignors)")
+        if self._config.classic:
+            raise RuntimeError(
+                "with group.protocol=classic an assignor's metadata() is read once, when the consumer "
+                "is created, and the group rebalances when members join, leave or change subscriptions"
+            )
         return runtime, self._assignors
 
     def update_assignor_metadata(self, name: str | None = None) -> None:

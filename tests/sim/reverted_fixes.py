@@ -106,8 +106,8 @@ def classic_sync_resolves_names_with_failed_metadata(monkeypatch: pytest.MonkeyP
     the coordinator no longer knew, for good."""
     original = classic_routes.metadata_learnt
 
-    def metadata_learnt(purpose: Any, cluster: Any, failed: bool = False) -> Any:
-        return original(purpose, cluster, False)
+    def metadata_learnt(purpose: Any, cluster: Any, runs: Any, failed: bool = False) -> Any:
+        return original(purpose, cluster, runs, False)
 
     monkeypatch.setattr(classic_routes, "metadata_learnt", metadata_learnt)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...assignment.interface import ServerAssignor
 from ...assignment.validation import GroupSnapshot
+from ...protocol.uuid import Uuid
 from .classic.replies import PendingReplies
 from .config import CoordinatorConfig
 from .metadata import MetadataImage
@@ -29,7 +30,7 @@ class ClientAssignmentRun:
     tried: set[str] = field(default_factory=set)
     #: The group as each ConsumerGroupPrepareAssignment response described it, by group epoch, to
     #: validate the matching install (docs/assignor-protocol.md §4: against the state of GroupEpoch).
-    prepared: dict[int, GroupSnapshot] = field(default_factory=dict)
+    prepared: dict[int, GroupSnapshot[Uuid]] = field(default_factory=dict)
 
 
 @dataclass

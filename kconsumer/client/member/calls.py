@@ -158,11 +158,12 @@ class ClassicCall(Call):
 @dataclass(frozen=True)
 class ForClassic:
     """Metadata a classic request needs: the leader's partition counts (`effect`), or the topic
-    ids of a SyncGroup answer (`names`)."""
+    ids of a SyncGroup answer (`names`, with the answer's `user_data`)."""
 
     core_id: int
     effect: SendClassicRequest | None = None
     names: Mapping[str, list[int]] = field(default_factory=dict)
+    user_data: bytes = b""
 
 
 Purpose = ForCore | ForAssignment | ForQuery | ForClassic

@@ -220,18 +220,22 @@ class ClassicExchange:
         self, subscription: Subscription, owned: frozenset[TopicIdPartition]
     ) -> JoinGroupRequest:
         by_topic = partitions_by_topic(owned)
-        metadata = encode_consumer_protocol(
-            ConsumerSubscription(
-                topics=sorted(set(subscription.topics)),
-                user_data=None,
-                owned_partitions=[
-                    ConsumerTopicPartitions(topic=t, partitions=list(p)) for t, p in sorted(by_topic.items())
-                ],
-                generation_id=self.generation,
-                rack_id=self._config.rack_id,
-            )
-        )
         settings = self._settings
+
+        def metadata(strategy: str) -> bytes:
+            return encode_consumer_protocol(
+                ConsumerSubscription(
+                    topics=sorted(set(subscription.topics)),
+                    user_data=settings.local_strategies.get(strategy) or None,
+                    owned_partitions=[
+                        ConsumerTopicPartitions(topic=t, partitions=list(p))
+                        for t, p in sorted(by_topic.items())
+                    ],
+                    generation_id=self.generation,
+                    rack_id=self._config.rack_id,
+                )
+            )
+
         return JoinGroupRequest(
             group_id=self._config.group_id,
             session_timeout_ms=settings.session_timeout_ms,
@@ -240,7 +244,7 @@ class ClassicExchange:
             group_instance_id=self._config.instance_id,
             protocol_type=CONSUMER_PROTOCOL_TYPE,
             protocols=[
-                JoinGroupRequestProtocol(name=name, metadata=metadata) for name in settings.strategies
+                JoinGroupRequestProtocol(name=name, metadata=metadata(name)) for name in settings.strategies
             ],
         )
 
@@ -329,7 +333,10 @@ class ClassicExchange:
         self._to(P.STABLE)
         if self._settings.cooperative and any(tp.key not in assigned for tp in self._joined_with):
             self._rejoin(assigned)  # KIP-429: rejoin once the revoked partitions are given up
-        return ClassicAccepted(self.member_id, self.generation, target)
+        metadata = None
+        if self._protocol in self._settings.local_strategies:  # for its on_assignment
+            metadata = AssignmentMetadata(error=0, metadata_version=-1, metadata_bytes=event.user_data)
+        return ClassicAccepted(self.member_id, self.generation, target, metadata)
 
     def _beat(self, event: ClassicResponseReceived) -> ClassicAccepted:
         return ClassicAccepted(self.member_id, self.generation)

@@ -2,7 +2,10 @@
 fetch or compute before it can send them, and how their answers become events for the core.
 
 * A leader's SyncGroup needs the subscribed topics' partition counts: Metadata first, then the
-  assignments (`assignment.classic_leader`), then the request.
+  assignments (`assignment.classic_leader`), then the request. A built-in strategy assigns at
+  once; the application's own strategy runs off the session (`RunAssignor`, `StrategyRuns`), and
+  when it raises or returns an invalid assignment the error is reported to the application and
+  the member joins again after a backoff (Kafka's leader raises it from ``poll()`` and rejoins).
 * A SyncGroup answer names topics; the core works by topic id: the names are resolved after a
   Metadata request for them (the ids of a topic deleted and created again under its name
   change). The core hears of the names (`MetadataUpdated`) before the answer, so it reconciles
@@ -16,7 +19,15 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ...assignment.classic_leader import assigned_partitions, classic_assignments, subscribed_topics
+from ...assignment.assignor import AssignmentSpec, AssignorFailedError
+from ...assignment.classic_leader import (
+    assigned_partitions,
+    classic_assignments,
+    classic_spec,
+    encode_result,
+    subscribed_topics,
+    user_data,
+)
 from ...errors import ErrorCode
 from ...protocol.messages.classic_group import (
     JoinGroupResponse,
@@ -29,8 +40,8 @@ from ...protocol.uuid import Uuid
 from . import events as ev
 from .calls import AnyBrokerCall, Call, ClassicCall, ForClassic, MetadataCall
 from .cluster import ClusterView
-from .effects import ClassicApi, SendClassicRequest
-from .model import ClassicMember
+from .effects import ClassicApi, Effect, ReportError, RunAssignor, SendClassicRequest
+from .model import ClassicMember, ClassicSettings
 
 log = logging.getLogger("kconsumer")
 
@@ -42,6 +53,50 @@ class ClassicStep:
     to_coordinator: list[Call] = field(default_factory=list)
     to_any: list[AnyBrokerCall] = field(default_factory=list)
     events: list[ev.Event] = field(default_factory=list)
+    #: For the driver: the application's strategy to run, an error to report.
+    effects: list[Effect] = field(default_factory=list)
+
+
+class StrategyRuns:
+    """The strategy the group chose (`protocol`, from the last JoinGroup answer: its
+    ``on_assignment`` is called), and the leader's computations by the application's own
+    strategies until they return."""
+
+    def __init__(self, settings: ClassicSettings | None) -> None:
+        self._settings = settings or ClassicSettings()
+        self._runs: dict[int, tuple[SendClassicRequest, AssignmentSpec]] = {}
+        self.protocol: str | None = None
+
+    def assign(self, core_id: int, effect: SendClassicRequest, cluster: ClusterView) -> ClassicStep:
+        """The leader's SyncGroup for `effect`, or the run of the strategy that computes it."""
+        members = _joined(effect.members)
+        if effect.strategy not in self._settings.local_strategies:
+            return _sync(
+                core_id, effect, classic_assignments(effect.strategy, members, cluster.partition_counts)
+            )
+        spec = classic_spec(members, cluster.partition_counts, effect.strategy)
+        self._runs[core_id] = (effect, spec)
+        return ClassicStep(effects=[RunAssignor(core_id, effect.strategy, spec)])
+
+    def assigned(self, event: ev.AssignorFinished) -> ClassicStep:
+        """The application's strategy returned (or raised): the SyncGroup, or the error."""
+        run = self._runs.pop(event.run_id, None)
+        if run is None:
+            return ClassicStep()
+        effect, spec = run
+        try:
+            if event.error is not None:
+                error = event.error
+                raise AssignorFailedError(f"raised {type(error).__name__}: {error}") from error
+            assignments = encode_result(spec, event.result, cooperative=self._settings.cooperative)
+        except AssignorFailedError as exc:
+            failure = AssignorFailedError(f"assignor {effect.strategy!r}: {exc}")
+            failure.__cause__ = exc.__cause__
+            log.error("classic group leader: %s; joining again", failure)
+            # The failed SyncGroup makes the member rejoin, after a backoff (a retriable error).
+            again = ev.HeartbeatFailed(event.run_id, ErrorCode.REBALANCE_IN_PROGRESS)
+            return ClassicStep(events=[again], effects=[ReportError(failure, fatal=False)])
+        return _sync(event.run_id, effect, assignments)
 
 
 def start(effect: SendClassicRequest) -> ClassicStep:
@@ -56,7 +111,9 @@ def start(effect: SendClassicRequest) -> ClassicStep:
     return ClassicStep(to_coordinator=[call])
 
 
-def metadata_learnt(purpose: ForClassic, cluster: ClusterView, failed: bool = False) -> ClassicStep:
+def metadata_learnt(
+    purpose: ForClassic, cluster: ClusterView, runs: StrategyRuns, failed: bool = False
+) -> ClassicStep:
     """The Metadata `purpose` asked for arrived, or failed: the leader then assigns with the
     partition counts it knows, but assigned names are only turned into topic ids with fresh
     metadata (a topic created again under its name has a new id; an old one would never be
@@ -65,23 +122,27 @@ def metadata_learnt(purpose: ForClassic, cluster: ClusterView, failed: bool = Fa
     if failed and effect is None:
         return ClassicStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
     if effect is not None:
-        assert isinstance(effect.request, SyncGroupRequest)
-        assignments = classic_assignments(effect.strategy, _joined(effect.members), cluster.partition_counts)
-        request = effect.request.replace(
-            assignments=[
-                SyncGroupRequestAssignment(member_id=member_id, assignment=data)
-                for member_id, data in assignments.items()
-            ]
-        )
-        call = ClassicCall(purpose.core_id, ClassicApi.SYNC, request, effect.timeout_ms)
-        return ClassicStep(to_coordinator=[call])
-    return _synced(purpose.core_id, purpose.names, cluster)
+        return runs.assign(purpose.core_id, effect, cluster)
+    return _synced(purpose.core_id, purpose.names, cluster, purpose.user_data)
 
 
-def answered(call: ClassicCall, response: Message, cluster: ClusterView) -> ClassicStep:
+def _sync(core_id: int, effect: SendClassicRequest, assignments: Mapping[str, bytes]) -> ClassicStep:
+    assert isinstance(effect.request, SyncGroupRequest)
+    request = effect.request.replace(
+        assignments=[
+            SyncGroupRequestAssignment(member_id=member_id, assignment=data)
+            for member_id, data in assignments.items()
+        ]
+    )
+    return ClassicStep(to_coordinator=[ClassicCall(core_id, ClassicApi.SYNC, request, effect.timeout_ms)])
+
+
+def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: StrategyRuns) -> ClassicStep:
     """The coordinator answered `call`."""
     code = ErrorCode.of(getattr(response, "error_code", 0))
     if isinstance(response, JoinGroupResponse):
+        if code is ErrorCode.NONE:
+            runs.protocol = response.protocol_name
         members = tuple(ClassicMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members)
         event = ev.ClassicResponseReceived(
             call.core_id,
@@ -101,15 +162,17 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView) -> Clas
             return ClassicStep(
                 events=[ev.ClassicResponseReceived(call.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
+        data = user_data(response.assignment)
         if not names:
-            return _synced(call.core_id, names, cluster)
+            return _synced(call.core_id, names, cluster, data)
         # Fresh ids for the names: a topic deleted and created again under its name has a new id.
         topics = tuple(sorted(names))
-        return ClassicStep(to_any=[MetadataCall(topics, None, ForClassic(call.core_id, names=names))])
+        purpose = ForClassic(call.core_id, names=names, user_data=data)
+        return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
     return ClassicStep(events=[ev.ClassicResponseReceived(call.core_id, code)])
 
 
-def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView) -> ClassicStep:
+def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, data: bytes) -> ClassicStep:
     assignment: dict[Uuid, tuple[int, ...]] = {}
     for name, partitions in names.items():
         topic_id = cluster.topic_ids.get(name)
@@ -122,7 +185,7 @@ def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView) 
     return ClassicStep(
         events=[
             ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),
-            ev.ClassicResponseReceived(core_id, assignment=assignment),
+            ev.ClassicResponseReceived(core_id, assignment=assignment, user_data=data),
         ]
     )
 
@@ -131,4 +194,4 @@ def _joined(members: tuple[ClassicMember, ...]) -> list[tuple[str, str | None, b
     return [(m.member_id, m.instance_id, m.metadata) for m in members]
 
 
-__all__ = ["ClassicStep", "answered", "metadata_learnt", "start"]
+__all__ = ["ClassicStep", "StrategyRuns", "answered", "metadata_learnt", "start"]

@@ -9,6 +9,7 @@ topic instead); FindCoordinator batches keys from v4 (KIP-699).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from ...errors import ErrorCode
 from ...protocol.messages.list_offsets import (
@@ -25,8 +26,9 @@ from ...protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from ...protocol.uuid import Uuid
+from ...protocol.uuid import ZERO_UUID, Uuid
 from .effects import Node
+from .model import PartitionOffset, TopicIdPartition
 
 #: The first Metadata version whose topics can be looked up by id (facts §3.2).
 METADATA_BY_ID_VERSION = 12
@@ -67,6 +69,19 @@ class ClusterView:
         self.partition_counts: dict[str, int] = {}
         #: The leader (node id) of each partition.
         self.leaders: dict[Key, int] = {}
+
+    def identified(
+        self, offset: PartitionOffset, owned: Mapping[tuple[str, int], TopicIdPartition]
+    ) -> PartitionOffset:
+        """`offset` with its topic id: as given, else of the partition as the member owns it
+        (`owned` by topic name and partition), else the one this view knows for the name."""
+        tp = offset.partition
+        if tp.topic_id != ZERO_UUID:
+            return offset
+        known = owned.get((tp.topic, tp.partition))
+        if known is None:
+            known = replace(tp, topic_id=self.topic_ids.get(tp.topic, ZERO_UUID))
+        return replace(offset, partition=known)
 
     def candidates(self) -> list[Node]:
         """Nodes to send a request for "any broker" to: the known brokers, then the bootstrap

@@ -73,9 +73,9 @@ class MemberCore:
         )(config, backoff, self._ids)
         self._commits = CommitManager(config, backoff, self._ids, now_ms)
         self._assignors = ClientAssignorHooks(config.client_assignors)
-        self._ops = Operations(config, self._commits, self._ids, self._assignors.configured)
+        self._ops = Operations(config, self._commits, self._ids, config.has_local_assignors)
         self._recon = Reconciler(config.auto_offset_reset, backoff)
-        self._recon.configure(self._assignors.configured)
+        self._recon.configure(config.has_local_assignors)
         self._last_poll_ms = now_ms
         self._leave: Leave | None = None
         self._rejoin: Rejoin | None = None

@@ -103,6 +103,8 @@ HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
         "upgrade the brokers",
     ),
     ErrorCode.ILLEGAL_GENERATION: ErrorRule(A.FENCE),  # classic: the group moved on without it
+    # Classic: a SyncGroup the leader's strategy could not fill (reported apart): join again.
+    ErrorCode.REBALANCE_IN_PROGRESS: ErrorRule(A.RETRY),
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL: ErrorRule(
         A.FATAL,
         "group {group!r} uses another protocol or strategy ({message}): give every member the same "

@@ -104,7 +104,8 @@ class ClassicResponseReceived(Event):
     """The coordinator answered the classic group request `request_id` (JoinGroup, SyncGroup,
     Heartbeat or LeaveGroup; a failure without answer is `HeartbeatFailed`). JoinGroup fills
     `member_id`, `generation`, `protocol_name`, `leader_id` and, for the leader, `members`;
-    SyncGroup fills `assignment`, by topic id (the session resolved the names)."""
+    SyncGroup fills `assignment`, by topic id (the session resolved the names), and `user_data`,
+    what the leader's strategy wrote for this member."""
 
     request_id: int
     error: ErrorCode = ErrorCode.NONE
@@ -115,6 +116,7 @@ class ClassicResponseReceived(Event):
     leader_id: str = ""
     members: tuple[ClassicMember, ...] = ()
     assignment: Mapping[Uuid, tuple[int, ...]] | None = None
+    user_data: bytes = b""
 
 
 @dataclass(frozen=True)

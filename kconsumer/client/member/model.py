@@ -7,8 +7,8 @@ and the runtime that executes its effects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from ...assignment.announcements import AnnouncedAssignor, AssignorOutput
 from ...protocol.uuid import Uuid
@@ -38,6 +38,9 @@ class ClassicSettings:
 
     strategies: tuple[str, ...] = ("range", "roundrobin")
     cooperative: bool = False
+    #: The application's own strategies (`PartitionAssignor`s, run off the session like the
+    #: consumer protocol's local assignors) by name: the user data their subscription carries.
+    local_strategies: Mapping[str, bytes] = field(default_factory=dict)
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     metadata_refresh_ms: int = 300_000
@@ -210,3 +213,12 @@ class MemberConfig:
     def static(self) -> bool:
         """True for a static member (``group.instance.id`` set)."""
         return self.instance_id is not None
+
+    @property
+    def has_local_assignors(self) -> bool:
+        """True when assignors of the application's run on this member (the consumer protocol's
+        client-side assignors, or the classic protocol's own strategies): it then gets their
+        ``on_assignment``."""
+        return bool(self.client_assignors) or (
+            self.classic is not None and bool(self.classic.local_strategies)
+        )

@@ -121,6 +121,7 @@ class MemberSession:
             config.group_id, member_id, tuple(a.name for a in config.client_assignors)
         )
         self._queries = Queries(config.group_id, config.retry_backoff_ms)
+        self._strategies = classic_routes.StrategyRuns(config.classic)
         #: The coordinator; calls wait in `_for_coordinator` until it is found and announced.
         self._coordinator: Node | None = None
         self._looking_up = False
@@ -205,7 +206,8 @@ class MemberSession:
 
     def _app(self, effect: Effect) -> None:
         if isinstance(effect, InvokeCallback) and effect.kind is CallbackKind.ASSIGNMENT:
-            effect = replace(effect, assignor_name=self._assignment.selected)
+            selected = self._strategies.protocol if self.config.classic else self._assignment.selected
+            effect = replace(effect, assignor_name=selected)
         elif isinstance(effect, CommitFinished) and effect.request_id is not None:
             effect = replace(effect, offsets=self._sent_offsets.pop(effect.request_id, ()))
         self._out.append(effect)
@@ -269,6 +271,7 @@ class MemberSession:
             self._to_any(any_call)
         for event in step.events:
             self._feed(event)
+        self._out.extend(step.effects)
 
     def _compute(self, effect: ComputeClientAssignment) -> None:
         self._step(self._assignment.start(effect.member_epoch))
@@ -280,19 +283,8 @@ class MemberSession:
         one of the partition as the member owns it, else the cluster view's."""
         if event.offsets is not None and any(o.partition.topic_id == ZERO_UUID for o in event.offsets):
             owned = {(tp.topic, tp.partition): tp for tp in self.core.reconciler.owned}
-            event = replace(event, offsets=tuple(self._identified(o, owned) for o in event.offsets))
+            event = replace(event, offsets=tuple(self.cluster.identified(o, owned) for o in event.offsets))
         self._to_core(event)
-
-    def _identified(
-        self, offset: PartitionOffset, owned: dict[tuple[str, int], TopicIdPartition]
-    ) -> PartitionOffset:
-        tp = offset.partition
-        if tp.topic_id != ZERO_UUID:
-            return offset
-        known = owned.get((tp.topic, tp.partition))
-        if known is None:
-            known = replace(tp, topic_id=self.cluster.topic_ids.get(tp.topic, ZERO_UUID))
-        return replace(offset, partition=known)
 
     def _on_positions(self, event: ev.PositionsCollected) -> None:
         effect = self._collecting.pop(event.request_id, None)
@@ -300,7 +292,10 @@ class MemberSession:
             self._send_commit(effect, event.offsets)
 
     def _on_assignor_finished(self, event: ev.AssignorFinished) -> None:
-        self._step(self._assignment.on_assigned(event.run_id, event.result, event.error))
+        if self.config.classic is not None:  # a classic group leader's strategy
+            self._classic_step(self._strategies.assigned(event))
+        else:
+            self._step(self._assignment.on_assigned(event.run_id, event.result, event.error))
 
     def _on_committed_query(self, event: ev.CommittedOffsetsQuery) -> None:
         self._progress(self._queries.ask_group_offsets(event, self.cluster))
@@ -464,7 +459,9 @@ class MemberSession:
         elif isinstance(purpose, ForAssignment):
             self._step(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
         elif isinstance(purpose, ForClassic):
-            self._classic_step(classic_routes.metadata_learnt(purpose, self.cluster, failed))
+            self._classic_step(
+                classic_routes.metadata_learnt(purpose, self.cluster, self._strategies, failed)
+            )
         else:
             self._progress(self._queries.metadata_learnt(purpose.token, self.cluster))
 
@@ -490,7 +487,7 @@ class MemberSession:
         self._coordinator_answered(code)
         if code not in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED):
             log.warning("group %s: %s failed with %s", self.config.group_id, call.api.value, code.name)
-        self._classic_step(classic_routes.answered(call, response, self.cluster))
+        self._classic_step(classic_routes.answered(call, response, self.cluster, self._strategies))
 
     def _commit_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetCommitResponse)
