@@ -135,7 +135,7 @@ def read(consumer: Consumer, count: int) -> list[Message]:
                 "partition.assignment.strategy": "sticky",
             },
             "partition.assignment.strategy",
-            "unknown strategy sticky",
+            "unknown strategy 'sticky'",
         ),
         (
             {"bootstrap.servers": "x:1", "group.protocol": "classic", "heartbeat.interval.ms": 50_000},
