@@ -1,5 +1,6 @@
-"""RE2 topic patterns, shared by the client (validating a `SubscriptionPattern` before it is sent)
-and the reference coordinator (resolving it against topic names).
+"""RE2 topic patterns, shared by the client (validating a `SubscriptionPattern` before it is sent;
+resolving it itself with ``group.protocol=classic``) and the reference coordinator (resolving it
+against topic names).
 
 Kafka resolves subscription regexes on the broker with RE2/J and a *full-name* match; google-re2
 implements the same syntax, so a pattern accepted here is accepted by a real broker.
@@ -44,3 +45,11 @@ def matching_topics(pattern: str, topic_names: Iterable[str]) -> frozenset[str]:
     """The names fully matched by `pattern` (Kafka's ``matcher(name).matches()``)."""
     compiled = compile_pattern(pattern)
     return frozenset(name for name in topic_names if compiled.fullmatch(name) is not None)
+
+
+def searched_topics(pattern: str, topic_names: Iterable[str]) -> frozenset[str]:
+    """The names `pattern` matches somewhere (a ``^`` anchors it at the start), internal topics
+    (``__...``) left out: how librdkafka's classic consumer matches a ``^...`` subscription
+    against the cluster's topics."""
+    compiled = compile_pattern(pattern)
+    return frozenset(n for n in topic_names if not n.startswith("__") and compiled.search(n) is not None)

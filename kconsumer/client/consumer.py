@@ -191,7 +191,9 @@ class Consumer(HandleFacade):
 
         As in confluent-kafka, a topic name starting with ``^`` is a regular expression; several
         are combined with ``|``. Names and patterns cannot be mixed (the KIP-848 protocol carries
-        one or the other). Callbacks are confluent-kafka style ``f(consumer, partitions)``;
+        one or the other). The broker resolves a pattern (full-name RE2 match); with
+        ``group.protocol=classic`` the consumer does, as librdkafka's classic consumer (see
+        docs/classic-client.md). Callbacks are confluent-kafka style ``f(consumer, partitions)``;
         `listener` is a `ConsumerRebalanceListener` instead (not both). They are notifications:
         the consumer assigns and revokes by itself.
         """
@@ -199,11 +201,6 @@ class Consumer(HandleFacade):
         if listener is not None and any(cb is not None for cb in (on_assign, on_revoke, on_lost)):
             raise ValueError("pass either a listener or on_assign/on_revoke/on_lost callbacks, not both")
         names, pattern = parse_subscription(topics)
-        if pattern is not None and self._config.classic:
-            raise ValueError(
-                "pattern subscriptions are resolved by the broker, which only the consumer protocol "
-                "does: with group.protocol=classic subscribe to topic names"
-            )
         if self._manual.partitions:
             raise KafkaException(
                 KafkaError(KafkaError._STATE, "subscribe(): unassign() the manual assignment first")

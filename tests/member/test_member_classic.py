@@ -251,3 +251,30 @@ def test_a_topic_created_again_or_grown_makes_the_member_rejoin() -> None:
     driver.send(MetadataUpdated(names, {"foo": 3}))  # foo grew: the leader must assign it anew
     request = in_flight(driver)
     assert request.api is ClassicApi.JOIN and owned_in_join(request) == {"foo": [0]}
+
+
+def subscribed_in_join(request: SendClassicRequest) -> list[str]:
+    assert request.api is ClassicApi.JOIN and isinstance(request.request, JoinGroupRequest)
+    return decode_consumer_protocol(ConsumerSubscription, request.request.protocols[0].metadata)[0].topics
+
+
+def test_a_pattern_is_matched_against_every_topic_and_followed() -> None:
+    driver = classic(cooperative=True)
+    names = {tid: name for name, tid in TOPIC_IDS.items()}
+    effects = driver.send(Subscribe(pattern="^fo", callbacks=LISTENER_CALLBACKS))
+    # Every topic's metadata at once (no names: all of them); the first join knows no topic yet.
+    assert [e.topic_names for e in effects if isinstance(e, RefreshMetadata)] == [()]
+    assert subscribed_in_join(in_flight(driver)) == []
+    answer(driver, member_id="m-1", generation=1, protocol_name="cooperative-sticky", leader_id="m-1")
+    answer(driver, assignment={})
+    driver.settle()
+    acknowledge(driver)
+    # Anywhere in the name as librdkafka's classic consumer (re.search), internal topics left out.
+    driver.send(MetadataUpdated(names, {"foo": 2, "bar": 1, "xfoo": 1, "__fo": 1}))
+    assert subscribed_in_join(in_flight(driver)) == ["foo"]
+    rejoin(driver, {"foo": [0, 1]}, generation=2)
+    assert driver.state is S.STABLE
+    driver.send(MetadataUpdated(names, {"foo": 2, "bar": 1, "xfoo": 1, "__fo": 1}))
+    assert not driver.pending(SendClassicRequest)  # the same matches: nothing to do
+    driver.send(MetadataUpdated(names, {"foo": 2, "bar": 1, "fob": 1}))  # fob created
+    assert subscribed_in_join(in_flight(driver)) == ["fob", "foo"]

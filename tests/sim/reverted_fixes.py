@@ -13,6 +13,7 @@ from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
 from kconsumer.client.member import classic_routes
 from kconsumer.client.member import session as session_module
+from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput
 from kconsumer.client.member.core import MemberCore
 from kconsumer.client.member.events import RequestFailed
@@ -119,6 +120,26 @@ def offset_fetch_ignores_commits_under_way(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(CommitManager, "_committing", lambda self, partitions: False)
 
 
+def cooperative_join_keeps_unsubscribed_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, a cooperative classic member whose last assignment said what it keeps
+    joined again after a subscription change still owning partitions of a topic it had left,
+    which the leader then gave to another member at once."""
+
+    def may_keep(self: ClassicExchange, owned: Any, subscription: Any) -> Any:
+        if self._keep is None:
+            return frozenset(tp.key for tp in owned if tp.topic in subscription.topics)
+        return self._keep
+
+    monkeypatch.setattr(ClassicExchange, "_may_keep", may_keep)
+
+
+def classic_member_takes_recreated_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, a classic member took a SyncGroup assignment's topic by its name as it was
+    when the answer came, the partitions of a topic created again under that name since the
+    member joined included: partitions nobody had given it."""
+    monkeypatch.setattr(ClassicExchange, "_recreated_since_join", lambda self, target: set())
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
@@ -155,5 +176,13 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "classic_sync_resolves_names_with_failed_metadata": (
         classic_sync_resolves_names_with_failed_metadata,
         frozenset({"liveness"}),
+    ),
+    "classic_member_takes_recreated_topics": (
+        classic_member_takes_recreated_topics,
+        frozenset({"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch"}),
+    ),
+    "cooperative_join_keeps_unsubscribed_partitions": (
+        cooperative_join_keeps_unsubscribed_partitions,
+        frozenset({"double-hold", "double-fetch"}),
     ),
 }

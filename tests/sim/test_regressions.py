@@ -43,11 +43,17 @@ REGRESSIONS: dict[str, list[int]] = {
 MIXED_REGRESSIONS: dict[str, list[int]] = {
     # A classic member resolved its SyncGroup assignment's names with a Metadata request that
     # failed, kept a recreated topic's old id and fetched offsets by it forever (RECONCILING).
-    "classic_sync_resolves_names_with_failed_metadata": [1745, 4466],
+    "classic_sync_resolves_names_with_failed_metadata": [4466],
     # A classic eager member's user commit, retried across a coordinator failover, landed after
     # the rebalance that took its partitions and gave them back had fetched the older committed
     # offsets: the member then committed that older position over it.
     "offset_fetch_ignores_commits_under_way": [3877],
+    # A cooperative classic member joined again after a subscription change still owning a
+    # partition of the topic it had left; the leader gave it to another member at once.
+    "cooperative_join_keeps_unsubscribed_partitions": [1460, 3059],
+    # A classic member inside a consumer group took a SyncGroup's topic by name after the topic
+    # had been deleted and created again: partitions of the new topic nobody had given it.
+    "classic_member_takes_recreated_topics": [1151],
 }
 
 #: Fixes whose bug no seed of today's simulation reaches, each with the deterministic member test

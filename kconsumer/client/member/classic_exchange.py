@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ...assignment.assignor import partitions_by_topic
 from ...errors import ErrorCode
+from ...patterns import searched_topics
 from ...protocol.consumer_protocol import (
     ConsumerSubscription,
     ConsumerTopicPartitions,
@@ -134,6 +135,12 @@ class ClassicExchange:
         self._refreshed_at: int | None = None
         #: The subscribed topics' (id, partition count) when the last assignment arrived.
         self._synced_view: dict[str, tuple[Uuid | None, int | None]] | None = None
+        #: A pattern subscription's matches: the topics that exist (None: not known yet).
+        self._existing: frozenset[str] | None = None
+        self._pattern: str | None = None
+        #: Topic names by id as last learnt, and the ids by name the last JoinGroup went with.
+        self._names: dict[Uuid, str] = {}
+        self._ids_at_join: dict[str, Uuid] = {}
 
     # -- the phase ------------------------------------------------------------------------------
 
@@ -179,13 +186,11 @@ class ClassicExchange:
         then None until it did)."""
         owned = frozenset(owned)
         self._changed = False
-        subscription = subscription or self.announced or Subscription()
+        subscription = self._resolved(subscription or self.announced or Subscription())
         if self.phase is P.STABLE and self.announced is not None and subscription != self.announced:
             self._rejoin()
         if self.phase is P.JOIN:
-            keep = self._keep
-            if keep is None:
-                keep = frozenset(tp.key for tp in owned if tp.topic in subscription.topics)
+            keep = self._may_keep(owned, subscription)
             if not {tp.key for tp in owned} <= keep:
                 if self._release_asked:  # revoking: heartbeats keep the session meanwhile
                     return self._sent(now_ms, ClassicApi.HEARTBEAT, self._heartbeat_request())
@@ -194,6 +199,7 @@ class ClassicExchange:
             self._release_asked = False
             self.announced = subscription
             self._joined_with = owned
+            self._ids_at_join = {name: tid for tid, name in self._names.items()}
             return self._sent(now_ms, ClassicApi.JOIN, self._join_request(subscription, owned))
         if self.phase is P.SYNC:
             request = SyncGroupRequest(
@@ -329,9 +335,13 @@ class ClassicExchange:
 
     def _synced(self, event: ClassicResponseReceived) -> ClassicAccepted:
         target = {tid: sorted(parts) for tid, parts in (event.assignment or {}).items() if parts}
+        recreated = self._recreated_since_join(target)
+        target = {tid: parts for tid, parts in target.items() if tid not in recreated}
         assigned = frozenset((tid, p) for tid, parts in target.items() for p in parts)
         self._to(P.STABLE)
-        if self._settings.cooperative and any(tp.key not in assigned for tp in self._joined_with):
+        if recreated:
+            self._rejoin()
+        elif self._settings.cooperative and any(tp.key not in assigned for tp in self._joined_with):
             self._rejoin(assigned)  # KIP-429: rejoin once the revoked partitions are given up
         metadata = None
         if self._protocol in self._settings.local_strategies:  # for its on_assignment
@@ -341,18 +351,45 @@ class ClassicExchange:
     def _beat(self, event: ClassicResponseReceived) -> ClassicAccepted:
         return ClassicAccepted(self.member_id, self.generation)
 
+    def _recreated_since_join(self, target: Mapping[Uuid, list[int]]) -> set[Uuid]:
+        """Assigned topics whose name meant another topic id when the member joined. The
+        assignment names topics: one deleted and created again since may be the old topic (gone)
+        for the leader or the coordinator. The member does not take it; a rejoin assigns it anew."""
+        return {t for t in target if self._ids_at_join.get(self._names.get(t, ""), t) != t}
+
+    def _may_keep(
+        self, owned: frozenset[TopicIdPartition], subscription: Subscription
+    ) -> frozenset[tuple[Uuid, int]]:
+        """What the member may still own when it joins: what `_rejoin` allowed (eager: nothing;
+        cooperative: what the last assignment left it, or all it owns), never a partition of a
+        topic it no longer subscribes to (the leader would give that away at once)."""
+        subscribed = frozenset(tp.key for tp in owned if tp.topic in subscription.topics)
+        return subscribed if self._keep is None else self._keep & subscribed
+
+    def _resolved(self, subscription: Subscription) -> Subscription:
+        """A pattern subscription as the topic names it matches now. The member matches it itself
+        (the classic protocol carries names), as librdkafka's classic consumer does: the pattern
+        may match anywhere in a name (``^`` anchors it), internal topics (``__...``) excluded."""
+        self._pattern = subscription.pattern
+        if subscription.pattern is None:
+            return subscription
+        return Subscription(tuple(sorted(searched_topics(subscription.pattern, self._existing or ()))))
+
     # -- metadata -------------------------------------------------------------------------------
 
     def timers(self, now_ms: int, subscription: Subscription | None) -> list[RefreshMetadata]:
         """Re-read the subscribed topics' metadata every ``metadata_refresh_ms`` in the group."""
-        if subscription is None or not subscription.topics:
+        if subscription is None or subscription.is_empty:
             self._refreshed_at = None
             return []
         if self._refreshed_at is None:
             self._refreshed_at = now_ms
-        if now_ms < self._refreshed_at + self._settings.metadata_refresh_ms:
+            if subscription.pattern is None or self._existing is not None:
+                return []
+        elif now_ms < self._refreshed_at + self._settings.metadata_refresh_ms:
             return []
         self._refreshed_at = now_ms
+        # A pattern's matches are found among every topic (no names: all of them).
         return [RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics))))]
 
     def next_refresh(self, in_group: bool) -> int | None:
@@ -365,6 +402,11 @@ class ClassicExchange:
         """Metadata arrived. A member whose subscribed topics changed (a new id: deleted and
         created again; another partition count) since its assignment rejoins, so that the leader
         assigns them as they are now (Kafka's leader does this for partition counts)."""
+        if self._pattern is not None:
+            existing = frozenset(name for name, count in partition_counts.items() if count)
+            self._changed = self._changed or existing != self._existing  # `send` compares the matches
+            self._existing = existing
+        self._names.update(names)
         topics = self.announced.topics if self.announced is not None else ()
         ids = {name: tid for tid, name in names.items()}
         view = {t: (ids.get(t), partition_counts.get(t)) for t in sorted(set(topics))}

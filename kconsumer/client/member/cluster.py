@@ -113,11 +113,16 @@ class ClusterView:
                 wanted = None
         return MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
 
-    def absorb(self, response: MetadataResponse) -> None:
+    def absorb(self, response: MetadataResponse, every_topic: bool = False) -> None:
         """Learn brokers, topic ids and names, partition counts and leaders (a topic recreated
-        under a new id replaces the old id)."""
+        under a new id replaces the old id). The answer for `every_topic` also tells which
+        topics are gone."""
         if response.brokers:
             self.brokers = {b.node_id: Node(b.host, b.port, b.node_id) for b in response.brokers}
+        if every_topic:
+            listed = {topic.name for topic in response.topics}
+            for name in [n for n in self.partition_counts if n not in listed]:
+                self._forget(name)
         for topic in response.topics:
             if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic.name is not None:
                 self._forget(topic.name)  # deleted

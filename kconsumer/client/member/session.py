@@ -449,7 +449,7 @@ class MemberSession:
 
     def _metadata_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, MetadataResponse)
-        self.cluster.absorb(response)
+        self.cluster.absorb(response, every_topic=call.topics is None and call.topic_ids is None)
         self._metadata_done(call.purpose)
 
     def _metadata_done(self, purpose: Purpose, failed: bool = False) -> None:

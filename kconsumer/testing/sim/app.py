@@ -16,7 +16,6 @@ Ownership as the application sees it ("holding" a partition) starts with
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +49,6 @@ from ...client.member.model import (
     PartitionOffset,
     TopicIdPartition,
 )
-from .params import TOPIC_NAMES
 from .topics import Key
 
 if TYPE_CHECKING:
@@ -106,12 +104,8 @@ class SimApp:
         self.proc.deliver_after(self.world.rng.randint(0, 50), self._poll)
 
     def subscribe(self, topics: tuple[str, ...], pattern: str | None) -> None:
-        """``consumer.subscribe(...)`` with a listener when the seed registers callbacks. A
-        classic member resolves a pattern itself, against the topic names of the world (as a
-        classic client matches it against the cluster's metadata)."""
-        if pattern is not None and self.proc.classic is not None:
-            topics = tuple(name for name in TOPIC_NAMES if re.fullmatch(pattern, name)) or (TOPIC_NAMES[0],)
-            pattern = None
+        """``consumer.subscribe(...)`` with a listener when the seed registers callbacks (a
+        classic member matches a pattern against the cluster's topics itself)."""
         callbacks = LISTENER_CALLBACKS if self.params.callbacks else frozenset()
         self.subscribed = True
         self.proc.post(Subscribe(topics=topics, pattern=pattern, callbacks=callbacks))

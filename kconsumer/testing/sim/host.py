@@ -194,8 +194,10 @@ class CoordinatorHost:
             result = coordinator.classic(request, version, now, client_id=client_id or sender)
         else:  # pragma: no cover - the session sends only these to the coordinator
             raise ValueError(f"unexpected request {type(request).__name__}")
-        self._after(result.records, kind, sender)
+        # The deferred answers first: a classic member is in the new generation from the moment
+        # its JoinGroup is answered, before the checker looks.
         self._answer_waiting(coordinator.take_replies())
+        self._after(result.records, kind, sender)
         self._arm()
         return result.response
 
@@ -249,8 +251,9 @@ class CoordinatorHost:
         records = coordinator.poll(now)
         if records:
             self.trace.log(now, "coord", f"timers fired: {_summary(records)}")
-            self._after(records, "timer", "")
         self._answer_waiting(coordinator.take_replies())
+        if records:
+            self._after(records, "timer", "")
 
     def publish_metadata(self) -> None:
         """The topics changed: the coordinator gets the new image (during an election, the new

@@ -126,6 +126,9 @@ class Checker:
         self.coverage: dict[Key, Coverage] = {}
         self.committed: dict[Key, int] = {}
         self.max_group_epoch = 0
+        #: The highest epoch handed to a member: a classic group's generation counts from its
+        #: JoinGroup answers on, stored or not (a rebalance that failed at SyncGroup is not).
+        self.max_epoch_handed_out = 0
         self._classic_was_empty = False
         #: A classic group's generation once its join phase is over (None: consumer group, or
         #: a classic group preparing a rebalance).
@@ -179,13 +182,14 @@ class Checker:
         if self._classic_was_empty and any(isinstance(r, ClassicGroupTombstone) for r in records):
             # An empty classic group deleted for a consumer-protocol join: a new group, epochs
             # from the start (a conversion of a non-empty one keeps them).
-            self.max_group_epoch = 0
+            self.max_group_epoch = self.max_epoch_handed_out = 0
             self._coordinator_epochs = {}
         self._classic_was_empty = False
         epoch = group.group_epoch
         if epoch < self.max_group_epoch:
             self.violation("group-epoch", f"group epoch went back from {self.max_group_epoch} to {epoch}")
         self.max_group_epoch = max(self.max_group_epoch, epoch)
+        self.max_epoch_handed_out = max(self.max_epoch_handed_out, epoch)
         if not records:
             return
         if group.assignment_epoch > epoch:
@@ -236,7 +240,7 @@ class Checker:
         ):
             # An empty consumer group deleted for a classic join: a new group, epochs from 0 (a
             # conversion keeps the group epoch as the generation).
-            self.max_group_epoch = 0
+            self.max_group_epoch = self.max_epoch_handed_out = 0
         self.members = frozenset(classic.members)
         joined = classic.state in (ClassicState.COMPLETING_REBALANCE, ClassicState.STABLE)
         self._classic_generation = classic.generation if joined else None
@@ -246,6 +250,7 @@ class Checker:
         if generation < self.max_group_epoch:
             self.violation("group-epoch", f"generation {generation} after group epoch {self.max_group_epoch}")
         self.max_group_epoch = max(self.max_group_epoch, generation)
+        self.max_epoch_handed_out = max(self.max_epoch_handed_out, generation, classic.generation)
         self._offsets_written(records, kind, sender)
 
     def _offsets_written(self, records: list[Record], kind: str, sender: str) -> None:
@@ -391,8 +396,9 @@ class Checker:
             # joins, and started again from generation 0: a member the group forgot keeps the
             # old group's epoch until the coordinator tells it.
             recreated = bool(self.world.classic_slots) and self._zombie(proc)
-            if epoch > self.max_group_epoch and not recreated:
-                self.violation("client-epoch", f"{label} epoch {epoch} > group epoch {self.max_group_epoch}")
+            if epoch > self.max_epoch_handed_out and not recreated:
+                handed_out = self.max_epoch_handed_out
+                self.violation("client-epoch", f"{label} epoch {epoch} > group epoch {handed_out}")
             self._client_epochs[label] = epoch
         else:
             self._client_epochs[label] = 0

@@ -18,6 +18,7 @@ from ...broker.coordinator.classic.model import ClassicState
 from ...broker.coordinator.model import ConsumerGroup, MemberAssignmentState
 from ...client.member import MemberState
 from ...client.member.effects import InvokeCallback, LeaveDone, StartFetching, StopFetching
+from ...patterns import searched_topics
 from ...protocol.uuid import Uuid
 
 if TYPE_CHECKING:
@@ -127,8 +128,12 @@ def _coordinator_assigned(
 def _unassigned(world: World, assignments: dict[str, set[tuple[Uuid, int]]]) -> int:
     """Partitions of live topics some process subscribes to that no member has (a classic leader
     assigns every one of them)."""
+    live = [topic.name for topic in world.topics.live.values()]
     subscribed = {
-        name for proc in world.processes() if (sub := proc.core.subscription) for name in sub.topics
+        name
+        for proc in world.processes()
+        if (sub := proc.core.subscription)
+        for name in (searched_topics(sub.pattern, live) if sub.pattern else sub.topics)
     }
     wanted = {
         (topic.topic_id, p)
