@@ -122,14 +122,19 @@ LEAVE_BATCH_VERSION = 3
 
 #: The API key and the highest version kconsumer sends of each classic request: the versions
 #: librdkafka's classic consumer sends (JoinGroup v5 has static membership and MEMBER_ID_REQUIRED;
-#: what later versions add is not used by a consumer). librdkafka's mock cluster advertises
-#: JoinGroup v6 but cannot parse it (its flexible encoding): the cap keeps kconsumer working there.
+#: v6-v8 add nothing a consumer uses). librdkafka's mock cluster advertises JoinGroup v6 but
+#: cannot parse it (its flexible encoding): the cap keeps kconsumer working there.
 _APIS: Mapping[ClassicApi, tuple[ApiKey, int]] = {
     ClassicApi.JOIN: (ApiKey.JOIN_GROUP, 5),
     ClassicApi.SYNC: (ApiKey.SYNC_GROUP, 3),
     ClassicApi.HEARTBEAT: (ApiKey.HEARTBEAT, 3),
     ClassicApi.LEAVE: (ApiKey.LEAVE_GROUP, 1),
+    ClassicApi.DESCRIBE: (ApiKey.DESCRIBE_GROUPS, 5),
 }
+
+#: JoinGroup v9 (KIP-814) tells a static leader that rejoined without a rebalance that it leads,
+#: with the members (`skip_assignment`): sent to brokers that offer it.
+SKIP_ASSIGNMENT_VERSION = 9
 
 
 @dataclass
@@ -148,6 +153,8 @@ class ClassicCall(Call):
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
         api_key, highest = _APIS[self.api]
+        if self.api is ClassicApi.JOIN and versions.get(api_key, (0, 0))[1] >= SKIP_ASSIGNMENT_VERSION:
+            highest = SKIP_ASSIGNMENT_VERSION
         version = common_version(api_key, versions, highest)
         request = self.request
         if isinstance(request, LeaveGroupRequest) and version < LEAVE_BATCH_VERSION:
@@ -164,6 +171,9 @@ class ForClassic:
     effect: SendClassicRequest | None = None
     names: Mapping[str, list[int]] = field(default_factory=dict)
     user_data: bytes = b""
+    #: After a skipped assignment: the members' subscribed topics and what the group's
+    #: assignment covers; a partition of those topics it leaves out makes the leader rejoin.
+    check: tuple[frozenset[str], frozenset[tuple[str, int]]] | None = None
 
 
 Purpose = ForCore | ForAssignment | ForQuery | ForClassic

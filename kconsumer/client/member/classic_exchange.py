@@ -328,7 +328,8 @@ class ClassicExchange:
         self.member_id = event.member_id or self.member_id
         self.generation = event.generation
         self._protocol = event.protocol_name or ""
-        self._members = event.members if event.leader_id == self.member_id else ()
+        leads = event.leader_id == self.member_id and not event.skip_assignment
+        self._members = event.members if leads else ()
         self._synced_view = None
         self._to(P.SYNC)
         return None  # the SyncGroup goes next

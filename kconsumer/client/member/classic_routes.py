@@ -30,6 +30,8 @@ from ...assignment.classic_leader import (
 )
 from ...errors import ErrorCode
 from ...protocol.messages.classic_group import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     JoinGroupResponse,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -66,6 +68,10 @@ class StrategyRuns:
         self._settings = settings or ClassicSettings()
         self._runs: dict[int, tuple[SendClassicRequest, AssignmentSpec]] = {}
         self.protocol: str | None = None
+        #: The members a JoinGroup listed with ``skip_assignment`` (this member leads), until the
+        #: SyncGroup answer; then what that answer gave, while the group's assignment is checked.
+        self.skipped: tuple[ClassicMember, ...] | None = None
+        self.checks: dict[int, tuple[Mapping[str, list[int]], bytes, tuple[ClassicMember, ...]]] = {}
 
     def assign(self, core_id: int, effect: SendClassicRequest, cluster: ClusterView) -> ClassicStep:
         """The leader's SyncGroup for `effect`, or the run of the strategy that computes it."""
@@ -123,6 +129,13 @@ def metadata_learnt(
         return ClassicStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
     if effect is not None:
         return runs.assign(purpose.core_id, effect, cluster)
+    if purpose.check is not None:
+        missing = unassigned(purpose.check, cluster.partition_counts)
+        if missing:
+            log.info("classic group leader: partitions %s are assigned to nobody: rebalancing", missing[:10])
+            return ClassicStep(
+                events=[ev.ClassicResponseReceived(purpose.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
+            )
     return _synced(purpose.core_id, purpose.names, cluster, purpose.user_data)
 
 
@@ -141,9 +154,10 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
     """The coordinator answered `call`."""
     code = ErrorCode.of(getattr(response, "error_code", 0))
     if isinstance(response, JoinGroupResponse):
+        members = tuple(ClassicMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members)
         if code is ErrorCode.NONE:
             runs.protocol = response.protocol_name
-        members = tuple(ClassicMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members)
+            runs.skipped = members if response.skip_assignment else None
         event = ev.ClassicResponseReceived(
             call.core_id,
             code,
@@ -152,8 +166,11 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
             protocol_name=response.protocol_name,
             leader_id=response.leader,
             members=members,
+            skip_assignment=response.skip_assignment,
         )
         return ClassicStep(events=[event])
+    if isinstance(response, DescribeGroupsResponse):
+        return _described(call.core_id, response, cluster, runs)
     if isinstance(response, SyncGroupResponse) and code is ErrorCode.NONE:
         try:
             names = assigned_partitions(response.assignment)
@@ -163,6 +180,13 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
                 events=[ev.ClassicResponseReceived(call.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
         data = user_data(response.assignment)
+        skipped, runs.skipped = runs.skipped, None
+        if skipped is not None and isinstance(call.request, SyncGroupRequest):
+            # A static leader back without a rebalance: is the group's assignment still complete
+            # (partitions created while no leader watched)? DescribeGroups has every member's.
+            runs.checks[call.core_id] = (names, data, skipped)
+            describe = DescribeGroupsRequest(groups=[call.request.group_id])
+            return ClassicStep(to_coordinator=[ClassicCall(call.core_id, ClassicApi.DESCRIBE, describe)])
         if not names:
             return _synced(call.core_id, names, cluster, data)
         # Fresh ids for the names: a topic deleted and created again under its name has a new id.
@@ -170,6 +194,38 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
         purpose = ForClassic(call.core_id, names=names, user_data=data)
         return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
     return ClassicStep(events=[ev.ClassicResponseReceived(call.core_id, code)])
+
+
+def unassigned(
+    check: tuple[frozenset[str], frozenset[tuple[str, int]]], partition_counts: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """The partitions of the members' topics (as they are now) the group's assignment leaves out."""
+    topics, covered = check
+    return sorted((t, p) for t in topics for p in range(partition_counts.get(t, 0)) if (t, p) not in covered)
+
+
+def _described(
+    core_id: int, response: DescribeGroupsResponse, cluster: ClusterView, runs: StrategyRuns
+) -> ClassicStep:
+    """The group's members and assignments: fresh metadata for the members' topics next."""
+    names, data, members = runs.checks.pop(core_id)
+    group = response.groups[0] if response.groups else None
+    check = None
+    if group is not None and not group.error_code:
+        covered = frozenset(
+            (topic, p)
+            for member in group.members
+            for topic, partitions in assigned_partitions(member.member_assignment).items()
+            for p in partitions
+        )
+        check = (frozenset(subscribed_topics(_joined(members))), covered)
+    else:
+        log.info("classic group leader: DescribeGroups failed (%s): not checked", group and group.error_code)
+    topics = tuple(sorted(set(names) | (check[0] if check else frozenset())))
+    if not topics:
+        return _synced(core_id, names, cluster, data)
+    purpose = ForClassic(core_id, names=names, user_data=data, check=check)
+    return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
 
 
 def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, data: bytes) -> ClassicStep:
@@ -194,4 +250,4 @@ def _joined(members: tuple[ClassicMember, ...]) -> list[tuple[str, str | None, b
     return [(m.member_id, m.instance_id, m.metadata) for m in members]
 
 
-__all__ = ["ClassicStep", "StrategyRuns", "answered", "metadata_learnt", "start"]
+__all__ = ["ClassicStep", "StrategyRuns", "answered", "metadata_learnt", "start", "unassigned"]

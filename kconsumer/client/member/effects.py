@@ -76,6 +76,8 @@ class ClassicApi(enum.Enum):
     SYNC = "SyncGroup"
     HEARTBEAT = "Heartbeat"
     LEAVE = "LeaveGroup"
+    #: The session's own check of the group's assignment after a skipped one (never the core's).
+    DESCRIBE = "DescribeGroups"
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,8 @@ class ClassicResponseReceived(Event):
     members: tuple[ClassicMember, ...] = ()
     assignment: Mapping[Uuid, tuple[int, ...]] | None = None
     user_data: bytes = b""
+    #: JoinGroup v9: a static leader rejoined without a rebalance and keeps the assignment.
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True)
