@@ -181,3 +181,31 @@ def test_rolling_a_kconsumer_group_from_classic_to_consumer_and_back() -> None:
             )
             member.close()
         ledger.check(produced)
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_static_members_back_without_a_rebalance_get_the_partitions_created_meanwhile(strategy: str) -> None:
+    """Every static member restarts within the session timeout while the topic grows: each gets
+    its stored assignment back without a rebalance (Kafka's rule), so nobody would ever assign the
+    new partitions; the returning leader (JoinGroup v9 tells it that it leads) checks the group's
+    assignment against the metadata and rebalances."""
+    with ReferenceCluster(initial_rebalance_delay_ms=200) as cluster:
+        topic = group = f"static-grow-{strategy}"
+        cluster.create_topic(topic, 2)
+        ledger = Ledger(cluster_committed(cluster, group))
+        bootstrap = cluster.bootstrap_servers
+
+        def start(instance: str) -> Member:
+            settings = config(bootstrap, group, verbatim={**_classic(strategy), "group.instance.id": instance})
+            return Member(ledger, f"{instance}-{next(_names)}", settings, [topic])
+
+        members = [start("i1"), start("i2")]
+        wait_until(lambda: _all_owned(members, 2), timeout=60, what="two static members")
+        for member in members:
+            member.close()  # a static member sends no LeaveGroup: its place waits for it
+        cluster.create_partitions(topic, 4)
+        members = [start("i1"), start("i2")]
+        wait_until(lambda: _all_owned(members, 4), timeout=60, what="the four partitions")
+        for member in members:
+            assert member.errors == [], member.errors
+            member.close()
