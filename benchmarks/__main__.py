@@ -66,6 +66,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     t.add_argument("--batch", type=int, default=10_000, help="consume(n) / getmany max_records")
     t.add_argument(
+        "--data-set-mb",
+        type=int,
+        default=40,
+        help="a data set's size at most (MB; per cell, shared by its partitions)",
+    )
+    t.add_argument(
         "--throughput-clients",
         type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
         default=None,
@@ -199,6 +205,7 @@ def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
         batch=args.batch,
         prefetch=not args.no_prefetch,
         clients=args.throughput_clients or throughput.CLIENTS,
+        data_set_bytes=args.data_set_mb * 1_000_000,
     )
     mode = PREFETCH_NOTE if settings.prefetch else NO_PREFETCH_NOTE
     data["notes"] = {**data["notes"], "throughput": data["notes"]["throughput"] + " " + mode}

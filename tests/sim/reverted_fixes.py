@@ -140,13 +140,6 @@ def classic_member_takes_recreated_topics(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(ClassicExchange, "_recreated_since_join", lambda self, target: set())
 
 
-def static_leader_skips_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before the fix, a static leader back without a rebalance (JoinGroup v9's skip_assignment, or
-    none) kept the stored assignment without looking: partitions created while no leader watched
-    stayed assigned to nobody."""
-    monkeypatch.setattr(classic_routes, "unassigned", lambda check, counts: [])
-
-
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
@@ -188,7 +181,6 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         classic_member_takes_recreated_topics,
         frozenset({"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch"}),
     ),
-    "static_leader_skips_the_check": (static_leader_skips_the_check, frozenset({"liveness"})),
     "cooperative_join_keeps_unsubscribed_partitions": (
         cooperative_join_keeps_unsubscribed_partitions,
         frozenset({"double-hold", "double-fetch"}),

@@ -54,9 +54,6 @@ MIXED_REGRESSIONS: dict[str, list[int]] = {
     # A classic member inside a consumer group took a SyncGroup's topic by name after the topic
     # had been deleted and created again: partitions of the new topic nobody had given it.
     "classic_member_takes_recreated_topics": [1151],
-    # Static members replaced while the group was Stable got the stored assignment back, and
-    # partitions created meanwhile were assigned to nobody (the returning leader now checks).
-    "static_leader_skips_the_check": [1430],
 }
 
 #: Fixes whose bug no seed of today's simulation reaches, each with the deterministic member test
