@@ -419,6 +419,7 @@ def test_librdkafka_config_for_the_inner_handle() -> None:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "fetch.queue.backoff.ms": 20,
+        "queued.min.messages": 1_000_000,
         "debug": "fetch",
     }
     assert make(auto__offset__reset="smallest").librdkafka_config()["auto.offset.reset"] == "earliest"
@@ -427,6 +428,7 @@ def test_librdkafka_config_for_the_inner_handle() -> None:
 def test_the_fetch_handle_defaults_yield_to_the_application() -> None:
     assert make().librdkafka_config()["fetch.queue.backoff.ms"] == 20
     assert make(fetch__queue__backoff__ms=1000).librdkafka_config()["fetch.queue.backoff.ms"] == 1000
+    assert make(queued__min__messages=50_000).librdkafka_config()["queued.min.messages"] == 50_000
 
 
 # -- the member core's configuration ------------------------------------------------------------------------
