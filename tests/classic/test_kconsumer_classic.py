@@ -196,7 +196,9 @@ def test_static_members_back_without_a_rebalance_get_the_partitions_created_mean
         bootstrap = cluster.bootstrap_servers
 
         def start(instance: str) -> Member:
-            settings = config(bootstrap, group, verbatim={**_classic(strategy), "group.instance.id": instance})
+            settings = config(
+                bootstrap, group, verbatim={**_classic(strategy), "group.instance.id": instance}
+            )
             return Member(ledger, f"{instance}-{next(_names)}", settings, [topic])
 
         members = [start("i1"), start("i2")]
