@@ -61,8 +61,9 @@ class ClassicStep:
 
 class StrategyRuns:
     """The strategy the group chose (`protocol`, from the last JoinGroup answer: its
-    ``on_assignment`` is called), and the leader's computations by the application's own
-    strategies until they return."""
+    ``on_assignment`` is called), the leader's computations by the application's own strategies
+    until they return, and a returning static leader's check of the group's assignment (after a
+    JoinGroup v9 ``skip_assignment``: `skipped`, then `checks` until DescribeGroups answers)."""
 
     def __init__(self, settings: ClassicSettings | None) -> None:
         self._settings = settings or ClassicSettings()
