@@ -143,16 +143,16 @@ def owned_partitions(spec: AssignmentSpec) -> set[tuple[str, int]]:
     }
 
 
+def decode_assignment(assignment: bytes) -> tuple[dict[str, list[int]], bytes]:
+    """The partitions by topic name and the strategy's user data in SyncGroup assignment bytes
+    (empty bytes: none of either)."""
+    if not assignment:
+        return {}, b""
+    decoded = decode_consumer_protocol(ConsumerAssignment, assignment)[0]
+    partitions = {a.topic: sorted(a.partitions) for a in decoded.assigned_partitions if a.partitions}
+    return partitions, decoded.user_data or b""
+
+
 def assigned_partitions(assignment: bytes) -> dict[str, list[int]]:
     """The partitions by topic name in SyncGroup assignment bytes (empty bytes: none)."""
-    if not assignment:
-        return {}
-    decoded = decode_consumer_protocol(ConsumerAssignment, assignment)[0]
-    return {a.topic: sorted(a.partitions) for a in decoded.assigned_partitions if a.partitions}
-
-
-def user_data(assignment: bytes) -> bytes:
-    """The strategy's user data in SyncGroup assignment bytes (none: empty)."""
-    if not assignment:
-        return b""
-    return decode_consumer_protocol(ConsumerAssignment, assignment)[0].user_data or b""
+    return decode_assignment(assignment)[0]

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from kconsumer import AssignorFailedError, GroupAssignment, MemberAssignment
-from kconsumer.assignment.classic_leader import assigned_partitions, classic_spec, encode_result, user_data
+from kconsumer.assignment.classic_leader import (
+    assigned_partitions,
+    classic_spec,
+    decode_assignment,
+    encode_result,
+)
 from kconsumer.protocol.consumer_protocol import (
     ConsumerSubscription,
     ConsumerTopicPartitions,
@@ -40,8 +45,8 @@ def test_an_eager_result_is_encoded_with_each_members_bytes() -> None:
         members={"a": MemberAssignment({"t": [0, 1]}, data=b"x"), "b": MemberAssignment({"t": [2, 3]})}
     )
     out = encode_result(SPEC, result, cooperative=False)
-    assert assigned_partitions(out["a"]) == {"t": [0, 1]} and user_data(out["a"]) == b"x"
-    assert assigned_partitions(out["b"]) == {"t": [2, 3]} and user_data(out["b"]) == b""
+    assert decode_assignment(out["a"]) == ({"t": [0, 1]}, b"x")
+    assert decode_assignment(out["b"]) == ({"t": [2, 3]}, b"")
 
 
 def test_a_cooperative_result_holds_back_what_another_member_still_owns() -> None:

@@ -227,20 +227,21 @@ class ClassicExchange:
     ) -> JoinGroupRequest:
         by_topic = partitions_by_topic(owned)
         settings = self._settings
+        member = ConsumerSubscription(
+            topics=sorted(set(subscription.topics)),
+            user_data=None,
+            owned_partitions=[
+                ConsumerTopicPartitions(topic=t, partitions=list(p)) for t, p in sorted(by_topic.items())
+            ],
+            generation_id=self.generation,
+            rack_id=self._config.rack_id,
+        )
+        plain = encode_consumer_protocol(member)
 
         def metadata(strategy: str) -> bytes:
-            return encode_consumer_protocol(
-                ConsumerSubscription(
-                    topics=sorted(set(subscription.topics)),
-                    user_data=settings.local_strategies.get(strategy) or None,
-                    owned_partitions=[
-                        ConsumerTopicPartitions(topic=t, partitions=list(p))
-                        for t, p in sorted(by_topic.items())
-                    ],
-                    generation_id=self.generation,
-                    rack_id=self._config.rack_id,
-                )
-            )
+            """The subscription, with the user data of the application's own strategies."""
+            data = settings.local_strategies.get(strategy)
+            return encode_consumer_protocol(member.replace(user_data=data)) if data else plain
 
         return JoinGroupRequest(
             group_id=self._config.group_id,

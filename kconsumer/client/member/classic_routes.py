@@ -24,9 +24,9 @@ from ...assignment.classic_leader import (
     assigned_partitions,
     classic_assignments,
     classic_spec,
+    decode_assignment,
     encode_result,
     subscribed_topics,
-    user_data,
 )
 from ...errors import ErrorCode
 from ...protocol.messages.classic_group import (
@@ -174,13 +174,12 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
         return _described(call.core_id, response, cluster, runs)
     if isinstance(response, SyncGroupResponse) and code is ErrorCode.NONE:
         try:
-            names = assigned_partitions(response.assignment)
+            names, data = decode_assignment(response.assignment)
         except Exception as exc:
             log.warning("the group leader's assignment does not decode (%s): rejoining", exc)
             return ClassicStep(
                 events=[ev.ClassicResponseReceived(call.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
-        data = user_data(response.assignment)
         skipped, runs.skipped = runs.skipped, None
         if skipped is not None and isinstance(call.request, SyncGroupRequest):
             # A static leader back without a rebalance: is the group's assignment still complete
