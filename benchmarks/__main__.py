@@ -209,6 +209,9 @@ def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
     )
     mode = PREFETCH_NOTE if settings.prefetch else NO_PREFETCH_NOTE
     data["notes"] = {**data["notes"], "throughput": data["notes"]["throughput"] + " " + mode}
+    data["throughput_mode"] = (
+        "prefetched" if settings.prefetch else "fetch-bound"
+    ) + f", data sets up to {args.data_set_mb} MB"
     results = throughput.run(settings)
     data["throughput"] = [r.as_dict() for r in results]
     data["throughput_ratios"] = [

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 BROKERS = ("reference", "mock")
 
@@ -207,3 +208,36 @@ def git_revision() -> str:
 def log(message: str) -> None:
     """Progress on stderr (the report goes to files and stdout)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def aggregate_rebalance(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (shape, event, client, coordinator): medians over the event's runs (the
+    converged ones; all of them when none converged), with the spread of the time to full ownership."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        key = (r["members"], r["partitions"], r["event"], r["client"], r["broker"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (members, partitions, event, client, broker), runs in groups.items():
+        good = [r for r in runs if r["converged"]] or runs
+        times = [r["time_to_full_s"] for r in good]
+        out.append(
+            {
+                "members": members,
+                "partitions": partitions,
+                "event": event,
+                "client": client,
+                "broker": broker,
+                "runs": len(runs),
+                "converged": all(r["converged"] for r in runs),
+                "note": "; ".join(dict.fromkeys(r["note"] for r in runs if r["note"])),
+                "time_to_full_s": median(times),
+                "time_min_s": min(times),
+                "time_max_s": max(times),
+                "unowned_partition_s": median(r["unowned_partition_s"] for r in good),
+                "longest_gap_s": median(r["longest_gap_s"] for r in good),
+                "duplicates": median(r["duplicates"] for r in good),
+                "moved": median(r["moved"] for r in good),
+            }
+        )
+    return out

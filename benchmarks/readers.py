@@ -116,7 +116,16 @@ class Reader:
         for tp, low in zip(self.tps, self.lows, strict=False):
             self.aio.seek(tp, low)
 
+    def quiesce(self) -> None:
+        """Pause every partition after a pass: an idle client then sends no fetches, so while
+        another client is measured the broker serves that client alone (idle librdkafka handles
+        long-poll every partition ``1000 / FETCH_WAIT_MS`` times a second otherwise, which on the
+        Python reference broker at 128-256 partitions took a share of the machine that changed
+        from one repetition to the next)."""
+        self._flow("pause")
+
     def rewind(self) -> None:
+        """Seek every partition back to its first offset, then resume fetching."""
         if self.client.startswith("AIOConsumer"):
             from confluent_kafka import TopicPartition
 
@@ -125,15 +134,35 @@ class Reader:
                 self.loop.run_until_complete(
                     self.confluent_aio.seek(TopicPartition(self.topic, p, self.lows[p]))
                 )
-            return
-        if self.client.startswith("aiokafka"):
+        elif self.client.startswith("aiokafka"):
             for tp, low in zip(self.tps, self.lows, strict=False):
                 self.aio.seek(tp, low)
+        else:
+            import confluent_kafka as ck
+
+            for p in range(self.partitions):
+                self.consumer.seek(ck.TopicPartition(self.topic, p, self.lows[p]))
+        self._flow("resume")
+
+    def _flow(self, action: str) -> None:
+        """Pause or resume every partition, through each client's own API."""
+        if self.client.startswith("aiokafka"):
+            assert self.loop is not None
+            self.loop.run_until_complete(self._aio_flow(action))  # aiokafka wakes its fetcher task
             return
         import confluent_kafka as ck
 
-        for p in range(self.partitions):
-            self.consumer.seek(ck.TopicPartition(self.topic, p, self.lows[p]))
+        partitions = [ck.TopicPartition(self.topic, p) for p in range(self.partitions)]
+        if self.client.startswith("AIOConsumer"):
+            assert self.loop is not None
+            self.loop.run_until_complete(getattr(self.confluent_aio, action)(partitions))
+        elif self.client.startswith("kconsumer aio"):
+            assert self.loop is not None
+            result = getattr(self.consumer, action)(partitions)
+            if asyncio.iscoroutine(result):
+                self.loop.run_until_complete(result)
+        else:
+            getattr(self.consumer, action)(partitions)
 
     def _mark(self) -> None:
         """Note the clocks when a pass's first records arrive (the steady rate starts there)."""
@@ -189,6 +218,9 @@ class Reader:
             self._mark()
             first = len(messages)
         return seen + len(messages), first
+
+    async def _aio_flow(self, action: str) -> None:
+        getattr(self.aio, action)(*self.tps)
 
     async def _aio_read(self, expected: int, deadline: float) -> int:
         seen = first = 0

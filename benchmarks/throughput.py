@@ -20,7 +20,9 @@ back to its first offset and read the whole data set, ``passes`` times (enough p
 hundred thousand records: the mock keeps only 5 MB per partition). Each pass is timed from its
 first non-empty result to its last record (the records of that first result are not counted):
 the steady rate, without the seek and the first fetch's round trip, which are the same for every
-client. By default each pass starts after a pause long enough for the clients to prefetch it
+client. After each pass a client pauses its partitions, and resumes them at the next seek: an idle
+client then sends no fetches, and the broker serves the measured client alone. By default each
+pass starts after a pause long enough for the clients to prefetch it
 (librdkafka queues up to 64 MB and 100,000 records per partition, which holds a whole pass;
 aiokafka keeps one fetch per partition ahead), so the rate measures what the clients themselves
 cost per record; ``--no-prefetch`` measures the fetch-bound rate instead. The parent interleaves
@@ -171,6 +173,7 @@ def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: lis
         start = time.perf_counter()
         reader = Reader(client, bootstrap, cell.topic, cell.partitions, lows, batch)
         reader.read(per_pass)
+        reader.quiesce()
         conn.send(("ready", time.perf_counter() - start))
         while True:
             command = conn.recv()
@@ -185,6 +188,7 @@ def _worker(conn: Connection, client: str, bootstrap: str, cell: Cell, lows: lis
                 before = (time.perf_counter(), cpu_seconds(process), time.thread_time())
                 first_batch = reader.read(per_pass)
                 t1, cpu1, app1 = time.perf_counter(), cpu_seconds(process), time.thread_time()
+                reader.quiesce()
                 t0, cpu0, app0 = reader.first
                 if first_batch == per_pass:  # one result held the whole pass: time it from the read
                     (t0, cpu0, app0), first_batch = before, 0
