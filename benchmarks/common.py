@@ -11,6 +11,7 @@ CPU counter with the client being measured:
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import platform
@@ -241,3 +242,11 @@ def aggregate_rebalance(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def add_data_set_arguments(parser: argparse.ArgumentParser, per_partition: int) -> None:
+    """The options of a benchmark that writes one topic: ``--partitions``, ``--per-partition``
+    (records, `per_partition` by default) and ``--size`` (value bytes)."""
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--per-partition", type=int, default=per_partition)
+    parser.add_argument("--size", type=int, default=100)

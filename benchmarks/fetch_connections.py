@@ -9,7 +9,9 @@ every partition of a topic (written once), either all through one handle or spli
 partition back to its first offset and reads the whole topic (fetch-bound: nothing is prefetched);
 the two layouts alternate, and the median pass of each is printed with the CPU seconds per
 million records of the client process (all threads) and of the broker process, over whole passes
-(the two-handle layout spins while it waits for the first records: its client CPU counts that).
+(the two-handle layout spins while it waits for the first records: its client CPU counts that),
+and the cores the application thread and librdkafka's connection threads used while records
+flowed.
 
 Run from the repository root::
 
@@ -22,6 +24,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import threading
 import time
 import uuid
 from typing import Any
@@ -31,10 +34,12 @@ import psutil
 
 from kconsumer.client.config import FETCH_HANDLE_DEFAULTS
 
-from .common import broker, median, produce
+from .common import add_data_set_arguments, broker, median, produce
 from .readers import FETCH_WAIT_MS, cpu_seconds
 
 BATCH = 10_000
+#: How `_thread_cpu` groups threads.
+THREAD_KINDS = ("application thread", "librdkafka connection threads", "other threads")
 
 
 def _handles(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
@@ -53,34 +58,55 @@ def _handles(bootstrap: str, topic: str, partitions: int, count: int) -> list[An
     return handles
 
 
-def _pass(handles: list[Any], topic: str, partitions: int, expected: int) -> tuple[float, float]:
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of this process's threads by kind: the calling thread, librdkafka's
+    broker connection threads (named ``rdk:broker...``; Linux names threads in /proc), the rest."""
+    caller = threading.get_native_id()
+    totals = dict.fromkeys(THREAD_KINDS, 0.0)
+    for thread in psutil.Process().threads():
+        try:
+            with open(f"/proc/self/task/{thread.id}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            name = ""
+        kind = (
+            THREAD_KINDS[0]
+            if thread.id == caller
+            else THREAD_KINDS[1 if name.startswith("rdk:broker") else 2]
+        )
+        totals[kind] += thread.user_time + thread.system_time
+    return totals
+
+
+def _pass(
+    handles: list[Any], topic: str, partitions: int, expected: int
+) -> tuple[float, float, dict[str, float]]:
     """Seek back, read `expected` records; (seconds from the first record to the last, records
-    timed)."""
+    timed, cores each kind of thread used meanwhile)."""
     for index, handle in enumerate(handles):
         mine = [ck.TopicPartition(topic, p, 0) for p in range(partitions) if p % len(handles) == index]
         for tp in mine:
             handle.seek(tp)
         handle.resume(mine)
-    seen, first, start = 0, 0, 0.0
+    seen, first, start, threads0 = 0, 0, 0.0, dict.fromkeys(THREAD_KINDS, 0.0)
     wait = 1.0 if len(handles) == 1 else 0.0
     while seen < expected:
         for handle in handles:
             batch = handle.consume(min(BATCH, expected - seen), wait)
             if batch and not seen:
-                start, first = time.perf_counter(), len(batch)
+                start, first, threads0 = time.perf_counter(), len(batch), _thread_cpu()
             seen += len(batch)
     elapsed = time.perf_counter() - start
+    threads1 = _thread_cpu()
     for handle in handles:
         handle.pause(handle.assignment())
-    return elapsed, expected - first
+    return elapsed, expected - first, {k: (threads1[k] - threads0[k]) / elapsed for k in THREAD_KINDS}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--broker", choices=("reference", "mock"), default="reference")
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--per-partition", type=int, default=40_000)
-    parser.add_argument("--size", type=int, default=100)
+    add_data_set_arguments(parser, per_partition=40_000)
     parser.add_argument("--passes", type=int, default=15, help="timed passes per layout")
     args = parser.parse_args(argv)
     topic = f"connections-{args.partitions}p"
@@ -90,16 +116,16 @@ def main(argv: list[str] | None = None) -> None:
         me = psutil.Process()
         broker_process = next(iter(me.children(recursive=True)), None)
         layouts = {count: _handles(bootstrap, topic, args.partitions, count) for count in (1, 2)}
-        samples: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+        samples: dict[int, list[tuple[float, float, float, dict[str, float]]]] = {1: [], 2: []}
         for round_ in range(args.passes + 1):
             for count, handles in layouts.items():
                 cpu0 = cpu_seconds(me)
                 other0 = cpu_seconds(broker_process) if broker_process else 0.0
-                seconds, records = _pass(handles, topic, args.partitions, expected)
+                seconds, records, threads = _pass(handles, topic, args.partitions, expected)
                 cpu = (cpu_seconds(me) - cpu0) / expected * 1e6
                 other = (cpu_seconds(broker_process) - other0) / expected * 1e6 if broker_process else 0.0
                 if round_:  # the first round warms up connections and metadata
-                    samples[count].append((records / seconds, cpu, other))
+                    samples[count].append((records / seconds, cpu, other, threads))
         for handles in layouts.values():
             for handle in handles:
                 handle.close()
@@ -111,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
             f"CPU s per million records: client {median(s[1] for s in rows):.2f}, "
             f"broker {median(s[2] for s in rows):.2f}"
         )
+        busy = ", ".join(f"{kind} {median(s[3][kind] for s in rows):.2f}" for kind in THREAD_KINDS)
+        print(f"    cores while records flow: {busy}")
     print(f"  two handles / one: {rates[2] / rates[1]:.2f}")
 
 

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from .common import GroupTimers, broker, log, produce, watermarks
+from .common import GroupTimers, add_data_set_arguments, broker, log, produce, watermarks
 
 
 def _spark_session() -> Any:
@@ -95,9 +95,7 @@ def _confluent_read(bootstrap: str, topic: str, marks: list[tuple[int, int]]) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--per-partition", type=int, default=50_000)
-    parser.add_argument("--size", type=int, default=100)
+    add_data_set_arguments(parser, per_partition=50_000)
     parser.add_argument("--runs", type=int, default=3, help="timed repetitions after the warm-up")
     args = parser.parse_args(argv)
     topic = f"spark-{args.size}b-{args.partitions}p"
