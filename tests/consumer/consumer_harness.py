@@ -1,6 +1,7 @@
 """Helpers for the consumer's integration tests.
 
-* `wait_until`: poll a condition with a deadline (never a fixed sleep as an assertion).
+* `wait_until`: poll a condition with a deadline (never a fixed sleep as an assertion);
+  `poll_until` / `read`: poll a consumer until a condition holds / until some records arrived.
 * `Ledger`: shared by every member of a test. It follows partition ownership through the rebalance
   callbacks and checks, on every callback and every record, the group invariants:
 
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 
 import confluent_kafka as ck
 import pytest
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 from ledger import CommittedSource as CommittedSource  # re-exported: tests import them from here
 from ledger import Interval as Interval
 from ledger import Key, Ledger, position
@@ -67,6 +68,34 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
         time.sleep(interval)
+
+
+def poll_until(
+    consumer: Consumer,
+    done: Callable[[], bool],
+    timeout: float = 15.0,
+    on_record: Callable[[Message], None] | None = None,
+) -> list[Message]:
+    """Poll `consumer` until `done()`; the records received meanwhile."""
+    received: list[Message] = []
+
+    def step() -> bool:
+        message = consumer.poll(0.05)
+        if message is not None and message.error() is None:
+            received.append(message)
+            if on_record is not None:
+                on_record(message)
+        return done()
+
+    wait_until(step, timeout, interval=0)
+    return received
+
+
+def read(consumer: Consumer, count: int) -> list[Message]:
+    """Poll until `count` records arrived; returns them."""
+    received: list[Message] = []
+    poll_until(consumer, lambda: len(received) >= count, on_record=received.append)
+    return received
 
 
 def config(

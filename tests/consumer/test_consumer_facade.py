@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
-from consumer_harness import config, fast_cluster, position, wait_until
+from consumer_harness import config, fast_cluster, poll_until, position, read, wait_until
 
 from kconsumer import (
     ConfigError,
@@ -65,34 +65,6 @@ def consumers() -> Iterator[Callable[..., Consumer]]:
     yield make
     for consumer in made:
         consumer.close(timeout=10)
-
-
-def poll_until(
-    consumer: Consumer,
-    done: Callable[[], bool],
-    timeout: float = 15.0,
-    on_record: Callable[[Message], None] | None = None,
-) -> list[Message]:
-    """Poll `consumer` until `done()`; the records received meanwhile."""
-    received: list[Message] = []
-
-    def step() -> bool:
-        message = consumer.poll(0.05)
-        if message is not None and message.error() is None:
-            received.append(message)
-            if on_record is not None:
-                on_record(message)
-        return done()
-
-    wait_until(step, timeout, interval=0)
-    return received
-
-
-def read(consumer: Consumer, count: int) -> list[Message]:
-    """Poll until `count` records arrived; returns them."""
-    received: list[Message] = []
-    poll_until(consumer, lambda: len(received) >= count, on_record=received.append)
-    return received
 
 
 # -- configuration ---------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from consumer_harness import config, fast_cluster, wait_until
+from confluent_kafka import Message
+from consumer_harness import config, fast_cluster, poll_until, wait_until
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -39,13 +40,13 @@ def test_the_exporter_reports_what_metrics_says() -> None:
         )
         exporter = export_metrics(consumer, provider)
         consumer.subscribe(["observed"])
-        seen = 0
-        deadline = time.monotonic() + 20
-        while seen < 20 and time.monotonic() < deadline:
-            message = consumer.poll(0.1)
-            if message is not None and not message.error():
-                seen += 1
-                consumer.commit(message=message, asynchronous=False)
+        committed: list[Message] = []
+
+        def commit(message: Message) -> None:
+            consumer.commit(message=message, asynchronous=False)
+            committed.append(message)
+
+        poll_until(consumer, lambda: len(committed) >= 20, timeout=20, on_record=commit)
         wait_until(lambda: consumer.poll(0.05) is None and consumer.metrics()["records-consumed-total"] >= 20)
         try:
             time.sleep(0.6)  # past the exporter's reuse of one reading
