@@ -42,7 +42,7 @@ BATCH = 10_000
 THREAD_KINDS = ("application thread", "librdkafka connection threads", "other threads")
 
 
-def _handles(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
+def _handles(bootstrap: str, topic: str, partitions: int, count: int, debug: str | None) -> list[Any]:
     config = {
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{uuid.uuid4()}",
@@ -50,6 +50,7 @@ def _handles(bootstrap: str, topic: str, partitions: int, count: int) -> list[An
         "enable.auto.offset.store": False,
         "fetch.wait.max.ms": FETCH_WAIT_MS,
         **FETCH_HANDLE_DEFAULTS,
+        **({"debug": debug} if debug else {}),
     }
     handles = [ck.Consumer(config) for _ in range(count)]
     for index, handle in enumerate(handles):
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--broker", choices=("reference", "mock"), default="reference")
     add_data_set_arguments(parser, per_partition=40_000)
     parser.add_argument("--passes", type=int, default=15, help="timed passes per layout")
+    parser.add_argument(
+        "--debug", help="librdkafka debug contexts for the handles (say, fetch), logged to stderr"
+    )
     args = parser.parse_args(argv)
     topic = f"connections-{args.partitions}p"
     expected = args.partitions * args.per_partition
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         produce(bootstrap, topic, args.partitions, args.per_partition, args.size)
         me = psutil.Process()
         broker_process = next(iter(me.children(recursive=True)), None)
-        layouts = {count: _handles(bootstrap, topic, args.partitions, count) for count in (1, 2)}
+        layouts = {count: _handles(bootstrap, topic, args.partitions, count, args.debug) for count in (1, 2)}
         samples: dict[int, list[tuple[float, float, float, dict[str, float]]]] = {1: [], 2: []}
         for round_ in range(args.passes + 1):
             for count, handles in layouts.items():
