@@ -32,11 +32,10 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 
 from ..client.app_thread import AppThread
 from ..client.consumer import DEFAULT_API_TIMEOUT_S, Consumer
-from ..client.kafka_errors import kafka_exception
 from ..client.listener import ConsumerRebalanceListener
 from ..client.member.events import Close, Unsubscribe
 from ..client.member.model import LeaveReason
@@ -373,24 +372,19 @@ class AIOConsumer:
     # -- helpers ---------------------------------------------------------------------------------
 
     async def _wait(self, done: Callable[[], bool], timeout: float, raise_errors: bool = True) -> None:
-        """Run the member's work on this loop until `done()` or `timeout` seconds."""
+        """Run the member's work on this loop until `done()` or `timeout` seconds
+        (`AppThread.wait_over` decides)."""
         app = self._app
         assert app is not None
         deadline = time.monotonic() + timeout
         pause = FIRST_IDLE_S
         while not done():
-            if time.monotonic() > deadline:
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
             try:
                 await self._run_app()
             except Exception:
                 if raise_errors:
                     raise
-            if done():
-                return
-            if app.state.fatal is not None:
-                if raise_errors:
-                    raise kafka_exception(app.state.fatal, fatal=True)
+            if app.wait_over(done, deadline, raise_errors):
                 return
             await asyncio.sleep(pause)
             pause = min(pause * 2, MAX_IDLE_S)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import KConsumerError
 from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
@@ -193,6 +193,20 @@ class AppThread:
                 break
             self._execute(work)
         self.raise_pending()
+
+    def wait_over(self, done: Callable[[], bool], deadline: float, raise_errors: bool) -> bool:
+        """One step of a consumer waiting for the group (close, unsubscribe), after it ran the
+        queued work: True once `done()` or the group is gone for good (a fatal error, raised
+        when `raise_errors`); past `deadline` (monotonic) a timeout is raised."""
+        if done():
+            return True
+        if self.state.fatal is not None:
+            if raise_errors:
+                raise kafka_exception(self.state.fatal, fatal=True)
+            return True
+        if time.monotonic() > deadline:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
+        return False
 
     def raise_pending(self) -> None:
         """Raise the first pending error as confluent-kafka does: kconsumer's own errors wrapped

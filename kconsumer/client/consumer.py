@@ -575,22 +575,16 @@ class Consumer(HandleFacade):
         return {key: offset for key, (offset, _epoch) in self._fetcher.positions(keys).items()}
 
     def _wait(self, done: Any, timeout: float, raise_errors: bool = True) -> None:
-        """Run the application-thread work until `done(app)` or `timeout` seconds."""
-        runtime, app = self._group()
+        """Run the application-thread work until `done(app)` or `timeout` seconds
+        (`AppThread.wait_over` decides)."""
+        _runtime, app = self._group()
         deadline = time.monotonic() + timeout
         while not done(app):
-            if time.monotonic() > deadline:
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
             try:
                 app.run()
             except Exception:
                 if raise_errors:
                     raise
-            if done(app):
-                return
-            if app.state.fatal is not None:  # the group is gone: nothing left to wait for
-                if raise_errors:
-                    raise kafka_exception(app.state.fatal, fatal=True)
+            if app.wait_over(lambda: done(app), deadline, raise_errors):
                 return
             time.sleep(BUSY_SLICE_S)
-        del runtime
