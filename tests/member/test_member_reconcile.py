@@ -330,3 +330,30 @@ def test_leave_during_an_unconfirmed_revocation_stops_again_and_commits_its_posi
     effects += d.complete_stops()
     commit = d.one(CommitOffsets, effects)
     assert {(o.partition.partition, o.offset) for o in commit.offsets or ()} == {(0, 5), (1, 8)}
+
+
+def test_a_fetch_answered_topic_gone_finishes_without_fetching_that_topic() -> None:
+    """A topic deleted while its committed offsets were being fetched: the coordinator answers
+    UNKNOWN_TOPIC_ID for it, retrying cannot help, so the assignment finishes without fetching
+    it (the next target takes it away) instead of retrying for good (sim seed 6218)."""
+    d = Driver()
+    d.send(Subscribe(topics=("foo", "bar"), callbacks=frozenset(CallbackKind)))
+    d.metadata()
+    d.respond(2, {"foo": [0], "bar": [0]})
+    fetch = d.one(FetchCommittedOffsets, d.complete_callbacks())
+    effects = d.send(
+        OffsetFetchResult(
+            fetch.request_id,
+            ErrorCode.UNKNOWN_TOPIC_ID,
+            offsets=(PartitionOffset(tp("foo", 0), 42),),
+            gone=(tp("bar", 0),),
+        )
+    )
+    assert d.kinds(effects) == ["StartFetching", "SendHeartbeat"]
+    assert d.one(StartFetching, effects).positions == (FetchPosition(tp("foo", 0), 42),)
+    assert not d.of(FetchCommittedOffsets, d.advance(5_000))  # not retried
+    assert d.core.assignment == tps({"foo": [0], "bar": [0]})  # owned, not fetched
+    effects = d.respond(3, {"foo": [0]})  # the coordinator drops the deleted topic
+    assert d.one(StopFetching, effects).partitions == tps({"bar": [0]})
+    d.settle()
+    assert d.core.assignment == tps({"foo": [0]})

@@ -26,7 +26,9 @@ NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and transport failures also ask for a
 
 Committed-offset fetches (for newly assigned partitions) follow the same epoch rule (the epoch must
 equal the member's, facts §5.14) and retry every other error with backoff until the reconciliation
-that asked for them ends (a fence cancels them); non-retriable errors are also reported.
+that asked for them ends (a fence cancels them); non-retriable errors are also reported. A fetch
+whose only errors are UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION is done: those partitions are
+marked `TOPIC_GONE_OFFSET` (their topic was deleted) and are not fetched.
 """
 
 from __future__ import annotations
@@ -47,7 +49,16 @@ from .effects import (
 )
 from .errors import COORDINATOR_ERRORS, CommitFailedError
 from .events import CommitRequested, CommitResult, OffsetFetchResult
-from .model import CommitReason, Ids, MemberConfig, PartitionOffset, TopicIdPartition, sort_partitions
+from .model import (
+    TOPIC_GONE_OFFSET,
+    CommitReason,
+    Ids,
+    MemberConfig,
+    PartitionOffset,
+    TopicIdPartition,
+    sort_partitions,
+)
+from .offset_requests import TOPIC_GONE as _TOPIC_GONE
 
 #: STALE_MEMBER_EPOCH retries of a synchronous user commit before it fails.
 USER_SYNC_STALE_RETRIES = 3
@@ -383,9 +394,12 @@ class CommitManager:
         if op is None or op.not_before is not None or op.waiting_heartbeat:
             return out
         code = result.error
-        if code is ErrorCode.NONE:
+        if code is ErrorCode.NONE or code in _TOPIC_GONE:
+            # A partition of a deleted topic has nothing to fetch, ever: retrying would hold the
+            # reconciliation (and so the member's next assignment) forever. It is marked gone.
             del self._fetches[op.fetch_id]
-            out.fetched = (op.fetch_id, {o.partition.key: o for o in result.offsets})
+            gone = {tp.key: PartitionOffset(tp, TOPIC_GONE_OFFSET) for tp in result.gone}
+            out.fetched = (op.fetch_id, {**gone, **{o.partition.key: o for o in result.offsets}})
             return out
         if code in COORDINATOR_ERRORS:
             out.effects.append(FindCoordinator(f"OffsetFetch failed with {code.name}"))
@@ -468,8 +482,3 @@ class CommitManager:
 
 
 _FENCING = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
-#: Commit errors that retrying cannot fix although their codes are retriable: the coordinator
-#: does not know the topic (it was deleted; a topic id never comes back) or the partition. A
-#: revocation commit retried until its deadline would hold the rebalance up for
-#: max.poll.interval.ms after a topic deletion.
-_TOPIC_GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})

@@ -27,7 +27,7 @@ from ...errors import ErrorCode
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from .model import CallbackKind, ClassicMember, PartitionOffset
+from .model import CallbackKind, ClassicMember, PartitionOffset, TopicIdPartition
 
 
 class Event:
@@ -177,12 +177,15 @@ class CommitResult(Event):
 @dataclass(frozen=True)
 class OffsetFetchResult(Event):
     """The outcome of the OffsetFetch `request_id`: committed offsets (offset -1 or a missing
-    partition = none committed) or an error, as for `CommitResult`."""
+    partition = none committed) or an error, as for `CommitResult`. `gone`: partitions the
+    coordinator answered UNKNOWN_TOPIC_ID or UNKNOWN_TOPIC_OR_PARTITION (their topic was deleted;
+    `error` is then one of those codes unless another partition failed otherwise)."""
 
     request_id: int
     error: ErrorCode = ErrorCode.NONE
     offsets: tuple[PartitionOffset, ...] = ()
     message: str | None = None
+    gone: tuple[TopicIdPartition, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -92,9 +92,15 @@ class OffsetReset(enum.Enum):
     """Raise an error to the application (the runtime raises it from poll)."""
 
 
+#: A committed offset as the member's offset fetch reports it for a partition whose topic is gone
+#: (the coordinator answered UNKNOWN_TOPIC_ID or UNKNOWN_TOPIC_OR_PARTITION): not to be fetched.
+TOPIC_GONE_OFFSET = -3
+
+
 @dataclass(frozen=True)
 class PartitionOffset:
-    """An offset for a partition: to commit, or as read back by OffsetFetch (-1 = none committed)."""
+    """An offset for a partition: to commit, or as read back by OffsetFetch (-1 = none committed,
+    `TOPIC_GONE_OFFSET` = the topic is gone)."""
 
     partition: TopicIdPartition
     offset: int

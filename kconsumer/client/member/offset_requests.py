@@ -124,42 +124,56 @@ def fetch_request(
     )
 
 
+#: Partition errors of OffsetCommit and OffsetFetch that say the coordinator does not know the
+#: topic (it was deleted; a topic id never comes back) or the partition: retriable codes that
+#: retrying cannot fix. A revocation commit retried until its deadline would hold the rebalance up
+#: for max.poll.interval.ms after a topic deletion; an offset fetch retried, the member's
+#: reconciliation (and every later assignment) forever.
+TOPIC_GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+
 def fetch_result(
     response: OffsetFetchResponse,
     version: int,
     partitions: Sequence[TopicIdPartition],
-) -> tuple[ErrorCode, tuple[PartitionOffset, ...]]:
-    """(error, committed offsets of `partitions`; -1 = none) from an OffsetFetch response.
+) -> tuple[ErrorCode, tuple[PartitionOffset, ...], tuple[TopicIdPartition, ...]]:
+    """(error, committed offsets of `partitions`; -1 = none, the partitions whose topic is gone)
+    from an OffsetFetch response.
 
-    A group-level error wins; otherwise the first partition error (the committed offsets of the
-    other partitions are still returned)."""
+    A group-level error wins; otherwise the first partition error, one of a topic that exists
+    before a `TOPIC_GONE` one (the committed offsets of the other partitions are still
+    returned)."""
     by_id: dict[tuple[Uuid, int], TopicIdPartition] = {(tp.topic_id, tp.partition): tp for tp in partitions}
     by_name: dict[tuple[str, int], TopicIdPartition] = {(tp.topic, tp.partition): tp for tp in partitions}
     offsets: list[PartitionOffset] = []
     error = ErrorCode.NONE
     if version >= FETCH_GROUPS_VERSION:
         if not response.groups:
-            return ErrorCode.UNKNOWN_SERVER_ERROR, ()
+            return ErrorCode.UNKNOWN_SERVER_ERROR, (), ()
         group = response.groups[0]
         if group.error_code:
-            return ErrorCode.of(group.error_code), ()
+            return ErrorCode.of(group.error_code), (), ()
         entries = _entries(group.topics)
     else:
         if response.error_code:
-            return ErrorCode.of(response.error_code), ()
+            return ErrorCode.of(response.error_code), (), ()
         entries = _entries(response.topics)
+    gone: list[TopicIdPartition] = []
     for topic_id, name, index, offset, leader_epoch, metadata, code in entries:
         tp = by_id.get((topic_id, index)) if version >= BY_ID_VERSION else by_name.get((name, index))
         if tp is None:
             continue
         if code:
-            if error is ErrorCode.NONE:
-                error = ErrorCode.of(code)
+            partition_error = ErrorCode.of(code)
+            if partition_error in TOPIC_GONE:
+                gone.append(tp)
+            if error is ErrorCode.NONE or (error in TOPIC_GONE and partition_error not in TOPIC_GONE):
+                error = partition_error
             continue
         offsets.append(
             PartitionOffset(tp, offset, None if leader_epoch < 0 else leader_epoch, metadata or "")
         )
-    return error, tuple(offsets)
+    return error, tuple(offsets), tuple(gone)
 
 
 _Entry = tuple[Uuid, str, int, int, int, "str | None", int]

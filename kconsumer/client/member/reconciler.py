@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff, Retry
 from .model import (
+    TOPIC_GONE_OFFSET,
     AssignmentMetadata,
     CallbackKind,
     FetchPosition,
@@ -388,10 +389,14 @@ class Reconciler:
         partitions: tuple[TopicIdPartition, ...],
         offsets: Mapping[tuple[Uuid, int], PartitionOffset],
     ) -> tuple[FetchPosition, ...]:
-        """The committed offset of each partition, or the reset policy where none is committed."""
+        """The committed offset of each partition, or the reset policy where none is committed;
+        none for a partition whose topic is gone (`TOPIC_GONE_OFFSET`: owned, never fetched,
+        until the next assignment takes it away)."""
         positions = []
         for tp in partitions:
             committed = offsets.get(tp.key)
+            if committed is not None and committed.offset == TOPIC_GONE_OFFSET:
+                continue
             if committed is not None and committed.offset >= 0:
                 positions.append(FetchPosition(tp, committed.offset, committed.leader_epoch))
             else:

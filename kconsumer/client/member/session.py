@@ -500,10 +500,10 @@ class MemberSession:
 
     def _offsets_fetched(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetFetchResponse)
-        code, offsets = fetch_result(response, call.version, call.partitions)
+        code, offsets, gone = fetch_result(response, call.version, call.partitions)
         self._coordinator_answered(code)
         if call.core_id is not None:
-            self._feed(ev.OffsetFetchResult(call.core_id, code, offsets))
+            self._feed(ev.OffsetFetchResult(call.core_id, code, offsets, gone=gone))
         else:
             self._progress(self._queries.committed_result(call.token, code, offsets, self._now))
 
