@@ -124,7 +124,7 @@ def classic_sync_resolves_names_with_failed_metadata(monkeypatch: pytest.MonkeyP
     took the ids it knew, stale after a topic was created again, and fetched offsets by an id
     the coordinator no longer knew, for good. Since `offset_fetch_retries_deleted_topics` such a
     fetch also finishes (the partition is left unfetched until a metadata refresh makes the
-    member rejoin), so no seed of 0-5,499 shows this bug alone: its seed undoes both fixes."""
+    member rejoin), so no seed of 4467-5499 showed this bug alone: its seed undoes both fixes."""
     offset_fetch_retries_deleted_topics(monkeypatch)
     original = classic_routes.metadata_learnt
 
