@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-import uuid
 from typing import Any
 
 import confluent_kafka as ck
@@ -35,7 +34,7 @@ import psutil
 from kconsumer.client.config import FETCH_HANDLE_DEFAULTS
 
 from .common import add_data_set_arguments, broker, median, produce
-from .readers import FETCH_WAIT_MS, cpu_seconds
+from .readers import cpu_seconds, raw_config
 
 BATCH = 10_000
 #: How `_thread_cpu` groups threads.
@@ -43,15 +42,7 @@ THREAD_KINDS = ("application thread", "librdkafka connection threads", "other th
 
 
 def _handles(bootstrap: str, topic: str, partitions: int, count: int, debug: str | None) -> list[Any]:
-    config = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"bench-{uuid.uuid4()}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "fetch.wait.max.ms": FETCH_WAIT_MS,
-        **FETCH_HANDLE_DEFAULTS,
-        **({"debug": debug} if debug else {}),
-    }
+    config = {**raw_config(bootstrap), **FETCH_HANDLE_DEFAULTS, **({"debug": debug} if debug else {})}
     handles = [ck.Consumer(config) for _ in range(count)]
     for index, handle in enumerate(handles):
         handle.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions) if p % count == index])

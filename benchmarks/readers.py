@@ -26,6 +26,19 @@ def cpu_seconds(process: Any) -> float:
     return float(times.user + times.system)
 
 
+def raw_config(bootstrap: str) -> dict[str, Any]:
+    """A raw confluent-kafka consumer in manual-assign mode, librdkafka's defaults otherwise (the
+    throughput benchmark's peers add kconsumer's fetch-handle settings for "tuned")."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{uuid.uuid4()}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": FETCH_WAIT_MS,
+    }
+
+
 class Reader:
     """One client, able to seek back to the start and read a number of records."""
 
@@ -63,7 +76,7 @@ class Reader:
             self.consumer.subscribe([topic])
         else:
             tuned = FETCH_HANDLE_DEFAULTS if client.startswith("confluent tuned") else {}
-            self.consumer = ck.Consumer({**self._raw_config(), **tuned})
+            self.consumer = ck.Consumer({**raw_config(self.bootstrap), **tuned})
             self.consumer.assign([ck.TopicPartition(topic, p, lows[p]) for p in range(partitions)])
 
     def _kconsumer_config(self) -> dict[str, Any]:
@@ -81,22 +94,11 @@ class Reader:
         await consumer.subscribe([self.topic])
         return consumer
 
-    def _raw_config(self) -> dict[str, Any]:
-        """A raw confluent-kafka consumer in manual-assign mode, librdkafka's defaults otherwise."""
-        return {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": f"bench-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-        }
-
     async def _confluent_aio_start(self) -> None:
         from confluent_kafka import TopicPartition
         from confluent_kafka.aio import AIOConsumer
 
-        self.confluent_aio = AIOConsumer(self._raw_config())
+        self.confluent_aio = AIOConsumer(raw_config(self.bootstrap))
         await self.confluent_aio.assign(
             [TopicPartition(self.topic, p, self.lows[p]) for p in range(self.partitions)]
         )
@@ -156,12 +158,7 @@ class Reader:
         if self.client.startswith("AIOConsumer"):
             assert self.loop is not None
             self.loop.run_until_complete(getattr(self.confluent_aio, action)(partitions))
-        elif self.client.startswith("kconsumer aio"):
-            assert self.loop is not None
-            result = getattr(self.consumer, action)(partitions)
-            if asyncio.iscoroutine(result):
-                self.loop.run_until_complete(result)
-        else:
+        else:  # kconsumer's Consumer and AIOConsumer pause and resume synchronously
             getattr(self.consumer, action)(partitions)
 
     def _mark(self) -> None:
