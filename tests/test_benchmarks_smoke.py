@@ -132,3 +132,39 @@ def test_latency_percentiles() -> None:
 
     values = [float(v) for v in range(1, 101)]
     assert (_percentile(values, 0.5), _percentile(values, 0.99)) == (51.0, 100.0)
+
+
+def test_fetch_connections_layouts_read_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every layout of the fetch-connections benchmark reads the whole topic (not timed)."""
+    from benchmarks import fetch_connections
+
+    options = "--broker mock --partitions 2 --per-partition 15000 --passes 1 --wait-ms 1 --idle-seconds 0.2"
+    fetch_connections.main(options.split())
+    out = capsys.readouterr().out
+    for layout in ("one handle", "two handles, spinning", "two handles, waiting 1 ms"):
+        assert f"  {layout}: " in out
+    assert out.count("% of a core") == 2  # the spinning layout has no idle figure
+
+
+def test_batch_size_readers_read_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    """kconsumer and the raw handle read the whole topic with each call (not timed)."""
+    from benchmarks import batch_size
+
+    batch_size.main(
+        [
+            "--broker",
+            "mock",
+            "--partitions",
+            "2",
+            "--per-partition",
+            "300",
+            "--passes",
+            "1",
+            "--batches",
+            "7,100",
+        ]
+    )
+    out = capsys.readouterr().out
+    for call in ("consume(7)", "consume(100)", "poll()"):
+        for client in ("kconsumer", "confluent tuned"):
+            assert f"  {client} {call}: " in out

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from ..client.app_thread import AppThread
-from ..client.consumer import DEFAULT_API_TIMEOUT_S, Consumer
+from ..client.consumer import DEFAULT_API_TIMEOUT_S, RECORDS_BETWEEN_CHECKS, Consumer
 from ..client.listener import ConsumerRebalanceListener
 from ..client.member.events import Close, Unsubscribe
 from ..client.member.model import LeaveReason
@@ -46,8 +46,6 @@ log = logging.getLogger("kconsumer")
 
 #: Most records taken from librdkafka in one step on the loop.
 MAX_BATCH = 1024
-#: Buffered records `async for` hands over between two checks for group work.
-FAST_RUN = 32
 #: How often a consumer that always finds records lets the loop run its other tasks.
 TURN_EVERY_S = 0.001
 #: The first and the longest sleep while no record is there.
@@ -98,11 +96,11 @@ class AIOConsumer:
                 and now < consumer._next_poll_note
                 and now < self._turn_due
             ):
-                # A short run before checking again: group work queued meanwhile waits a few
-                # records at most (a revocation completes only after it ran, so no record of a
-                # revoked partition comes after on_revoke either way).
-                for _ in range(FAST_RUN):
-                    if not buffer:
+                # A short run before the next full check; work the member posts meanwhile (a
+                # revocation, a lost assignment) ends it at the next record.
+                no_member_work = consumer._no_member_work
+                for _ in range(RECORDS_BETWEEN_CHECKS):
+                    if not buffer or not no_member_work():
                         break
                     yield buffer.popleft()
                 continue

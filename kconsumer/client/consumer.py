@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -46,6 +47,9 @@ log = logging.getLogger("kconsumer")
 IDLE_SLICE_S = 0.05
 #: The same while a rebalance is under way.
 BUSY_SLICE_S = 0.005
+#: Buffered records poll() (and asyncio's ``async for``) hands out between two full checks for
+#: group work; work the member posts (callbacks, a lost assignment) still ends the run at once.
+RECORDS_BETWEEN_CHECKS = 32
 _monotonic = time.monotonic
 _INFINITY = float("inf")
 #: Default time close(), unsubscribe() and synchronous commits may take.
@@ -62,9 +66,7 @@ def new_member_id() -> str:
 
 
 def _deadline(timeout: float | None) -> float:
-    if timeout is None or timeout < 0:
-        return float("inf")
-    return time.monotonic() + timeout
+    return _INFINITY if timeout is None or timeout < 0 else time.monotonic() + timeout
 
 
 class Consumer(HandleFacade):
@@ -124,8 +126,10 @@ class Consumer(HandleFacade):
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
         self._commit_tokens = 0
-        # poll() hands out buffered records itself (one deque pop: a Python frame per record is
-        # a measurable share of its cost) and asks the fetch path only when the buffer is empty.
+        self._unchecked = 0  # buffered records poll() may hand out before its next full check
+        #: Whether the member posted no work for this thread (always, without a group).
+        self._no_member_work = (self._runtime.app_queue if self._runtime else queue.SimpleQueue()).empty
+        # poll() pops buffered records itself, asking the fetch path only when the buffer is empty.
         self._buffer = self._fetcher.buffer
         self._rd_poll = self._fetcher.poll
         self._rd_consume = self._fetcher.consume
@@ -266,6 +270,10 @@ class Consumer(HandleFacade):
         """The next record (a confluent-kafka `Message`, maybe an error event), or None after
         `timeout` seconds (None or negative: wait forever). Runs pending rebalance callbacks and
         raises pending errors (wrapped in KafkaException) first."""
+        buffer = self._buffer
+        if buffer and self._unchecked and self._no_member_work():
+            self._unchecked -= 1
+            return buffer.popleft()
         app = self._app
         if app is not None:
             now = _monotonic()
@@ -277,7 +285,7 @@ class Consumer(HandleFacade):
                     return app.state.error_events.pop(0)
         elif self._closed:
             raise RuntimeError("Consumer closed")
-        buffer = self._buffer
+        self._unchecked = RECORDS_BETWEEN_CHECKS
         if buffer:
             return buffer.popleft()
         if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
@@ -395,6 +403,7 @@ class Consumer(HandleFacade):
                 raise KafkaException(error)
             if app.on_commit is not None and offsets:
                 app.state.commit_reports.append((error, list(offsets)))
+                self._unchecked = 0  # the next poll() reports it
             return None
         if manual:
             return self._manual.commit(runtime, app, explicit, asynchronous)
