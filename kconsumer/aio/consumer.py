@@ -102,6 +102,7 @@ class AIOConsumer:
                 for _ in range(RECORDS_BETWEEN_CHECKS):
                     if not buffer or not no_member_work():
                         break
+                    consumer._unnoted_polls += 1
                     yield buffer.popleft()
                 continue
             message = await self.poll(None)

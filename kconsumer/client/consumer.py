@@ -11,7 +11,6 @@ Rebalance callbacks run on it, inside ``poll()``/``consume()``/``unsubscribe()``
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import time
 from collections.abc import Sequence
@@ -20,11 +19,11 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import ConfigError, ErrorCode, error_for
-from ..protocol.uuid import ZERO_UUID, Uuid
+from ..protocol.uuid import ZERO_UUID
 from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
-from .group_metadata import serialized_group_metadata
+from .group_metadata import new_member_id, serialized_group_metadata
 from .handle_facade import HandleFacade
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
@@ -54,15 +53,6 @@ _monotonic = time.monotonic
 _INFINITY = float("inf")
 #: Default time close(), unsubscribe() and synchronous commits may take.
 DEFAULT_API_TIMEOUT_S = 60.0
-
-
-def new_member_id() -> str:
-    """A random Kafka Uuid in its text form, as Kafka's consumer generates (never starting with
-    '-', which command-line tools would take for an option)."""
-    while True:
-        text = str(Uuid(os.urandom(16)))
-        if not text.startswith("-"):
-            return text
 
 
 def _deadline(timeout: float | None) -> float:
@@ -96,11 +86,13 @@ class Consumer(HandleFacade):
         self._fetcher: Fetcher | MembershipOnlyFetcher = (
             Fetcher(rd_config, self._config.group_id) if fetch else MembershipOnlyFetcher()
         )
-        self._closed = False
-        self._subscribed = False
+        self._closed = self._subscribed = False
         self._manual = ManualAssignment(
             self._fetcher, self._config.auto_offset_reset, has_group=self._config.group_id is not None
         )
+        # poll() pops buffered records itself (see there): `_unchecked` more before its next full
+        # check, `_unnoted_polls` so far (the runtime tells the session of them).
+        self._unchecked = self._unnoted_polls = 0
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
         self._background: BackgroundLoop | None = None
@@ -114,6 +106,7 @@ class Consumer(HandleFacade):
                 security=self._security,
                 metrics=self._metrics,
             )
+            self._runtime.unnoted_polls = lambda: self._unnoted_polls
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
             self._app.statistics = self._statistics
@@ -126,10 +119,7 @@ class Consumer(HandleFacade):
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
         self._commit_tokens = 0
-        self._unchecked = 0  # buffered records poll() may hand out before its next full check
-        #: Whether the member posted no work for this thread (always, without a group).
         self._no_member_work = (self._runtime.app_queue if self._runtime else queue.SimpleQueue()).empty
-        # poll() pops buffered records itself, asking the fetch path only when the buffer is empty.
         self._buffer = self._fetcher.buffer
         self._rd_poll = self._fetcher.poll
         self._rd_consume = self._fetcher.consume
@@ -269,10 +259,12 @@ class Consumer(HandleFacade):
     def poll(self, timeout: float | None = None) -> Message | None:
         """The next record (a confluent-kafka `Message`, maybe an error event), or None after
         `timeout` seconds (None or negative: wait forever). Runs pending rebalance callbacks and
-        raises pending errors (wrapped in KafkaException) first."""
+        raises pending errors (wrapped in KafkaException) first: work the member posted is seen
+        before every record, the rest every `RECORDS_BETWEEN_CHECKS` buffered records."""
         buffer = self._buffer
         if buffer and self._unchecked and self._no_member_work():
             self._unchecked -= 1
+            self._unnoted_polls += 1
             return buffer.popleft()
         app = self._app
         if app is not None:

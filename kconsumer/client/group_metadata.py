@@ -1,4 +1,5 @@
-"""`consumer_group_metadata()` in the form confluent-kafka's transactional producer reads.
+"""The member's identity: its member id, and `consumer_group_metadata()` in the form
+confluent-kafka's transactional producer reads.
 
 confluent-kafka hands the group metadata around as librdkafka's serialised bytes
 (``rd_kafka_consumer_group_metadata_write``; ``Producer.send_offsets_to_transaction`` reads them
@@ -10,9 +11,21 @@ either ``0x01`` (no group instance id) or ``0x00``, the instance id and a NUL by
 
 from __future__ import annotations
 
+import os
 import struct
 
+from ..protocol.uuid import Uuid
+
 _MAGIC = b"CGMDv2:"
+
+
+def new_member_id() -> str:
+    """A random Kafka Uuid in its text form, as Kafka's consumer generates (never starting with
+    '-', which command-line tools would take for an option)."""
+    while True:
+        text = str(Uuid(os.urandom(16)))
+        if not text.startswith("-"):
+            return text
 
 
 def serialized_group_metadata(

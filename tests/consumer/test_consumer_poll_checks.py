@@ -23,7 +23,9 @@ from kconsumer.testing import ReferenceCluster
 RECORDS = 2_000
 
 
-def _buffering_consumer(cluster: ReferenceCluster, **settings: Any) -> tuple[Consumer, list[Any]]:
+def _buffering_consumer(
+    cluster: ReferenceCluster, on_lost: Any = None, **settings: Any
+) -> tuple[Consumer, list[Any]]:
     """A member of a group reading a one-partition topic, with half a batch or more buffered;
     (the consumer, the records it returned)."""
     cluster.create_topic("checks", 1)
@@ -37,7 +39,7 @@ def _buffering_consumer(cluster: ReferenceCluster, **settings: Any) -> tuple[Con
             **settings,
         }
     )
-    consumer.subscribe(["checks"])
+    consumer.subscribe(["checks"], on_lost=on_lost)
     first = wait_until(lambda: consumer.poll(0.1), what="a first record")
     time.sleep(0.5)  # librdkafka queues the rest
     taken = [first]
@@ -127,3 +129,68 @@ def test_async_for_gives_no_buffered_record_after_the_member_lost_its_partitions
     event = asyncio.run(main())
     assert event.error() is not None, "a record of a lost partition"
     assert event.error().code() == KafkaError._MAX_POLL_EXCEEDED
+
+
+def test_a_slow_application_inside_a_run_of_buffered_records_stays_in_the_group(
+    cluster: ReferenceCluster,
+) -> None:
+    """Each record takes 1/20 of max.poll.interval.ms to process: a run of buffered records
+    handed out without a full check lasts longer than the interval, yet the member polled all
+    along and stays (the runtime tells the session of the polls the run made)."""
+    lost: list[Any] = []
+    consumer, taken = _buffering_consumer(
+        cluster, on_lost=lambda _c, partitions: lost.append(partitions), **{"max.poll.interval.ms": 1000}
+    )
+    try:
+        member_id = consumer.memberid()
+        for _ in range(2 * RECORDS_BETWEEN_CHECKS):
+            message = consumer.poll(1.0)
+            assert message is not None and message.error() is None, message and message.error()
+            taken.append(message)
+            time.sleep(0.05)
+        assert not lost
+        assert member_id in cluster.describe_group("checks").members  # type: ignore[union-attr]
+        assert [m.offset() for m in taken] == list(range(len(taken)))
+    finally:
+        consumer.close()
+
+
+def test_a_slow_async_for_stays_in_the_group(
+    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the asyncio consumer's ``async for`` (its runs of buffered records count too)."""
+    monkeypatch.setattr(aio_consumer, "TURN_EVERY_S", 60.0)  # runs end only at their length
+    cluster.create_topic("checks", 1)
+    cluster.produce("checks", [b"v%d" % i for i in range(RECORDS)], partition=0)
+    lost: list[Any] = []
+
+    async def main() -> list[Any]:
+        consumer = AIOConsumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "checks",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "max.poll.interval.ms": 1000,
+            }
+        )
+        taken: list[Any] = []
+        try:
+            await consumer.subscribe(["checks"], on_lost=lambda _c, partitions: lost.append(partitions))
+            async for message in consumer:
+                taken.append(message)
+                if len(taken) == 1:
+                    await asyncio.sleep(0.5)  # librdkafka queues the rest
+                    continue
+                time.sleep(0.05)  # the application works on the record, holding the loop
+                if len(taken) == 2 * RECORDS_BETWEEN_CHECKS:
+                    assert consumer._consumer.memberid() in cluster.describe_group("checks").members  # type: ignore[union-attr]
+                    return taken
+        finally:
+            await consumer.close()
+        return taken
+
+    taken = asyncio.run(main())
+    assert not lost
+    assert all(m.error() is None for m in taken), [m.error() for m in taken if m.error()]
+    assert [m.offset() for m in taken] == list(range(len(taken)))

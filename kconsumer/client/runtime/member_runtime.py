@@ -27,7 +27,7 @@ from ..local_assignors import LocalAssignors
 from ..member import MemberSession, MemberState
 from ..member.cluster import parse_bootstrap
 from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
-from ..member.events import AssignorFinished, Event, RequestFailed, ResponseReceived, Tick
+from ..member.events import AssignorFinished, Event, Poll, RequestFailed, ResponseReceived, Tick
 from ..member.model import TopicIdPartition
 from ..metrics import ConsumerMetrics
 from ..sasl import AuthenticationFailedError
@@ -106,6 +106,10 @@ class MemberRuntime:
         self._answers: dict[int, concurrent.futures.Future[Any]] = {}
         self._tokens = 0
         self._closed = False
+        #: The count of polls the application made without telling the session (set by the
+        #: consumer; see `_unnoted_polls`), and the count the session was last told of.
+        self.unnoted_polls: Callable[[], int] | None = None
+        self._unnoted_seen = 0
         #: Mirrors of the session, readable from the application thread.
         self.state = MemberState.UNSUBSCRIBED
         self.member_epoch = 0
@@ -169,12 +173,24 @@ class MemberRuntime:
             return
         loop = asyncio.get_running_loop()
         now = _now_ms(loop)
-        effects = session.handle(event, now)
+        effects = self._unnoted_polls(session, now) if type(event) is Tick else []
+        effects += session.handle(event, now)
         self.state, self.member_epoch = session.state, session.member_epoch
         self.assignment = session.assignment
         for effect in effects:
             _EXECUTE[type(effect)](self, effect)
         self._arm_timer(loop, session.next_deadline(now))
+
+    def _unnoted_polls(self, session: MemberSession, now: int) -> list[Effect]:
+        """A `Poll` for the polls the application made since the last tick without telling the
+        session (buffered records handed out between two full checks): a slow application in a
+        run of buffered records is never taken for one that stopped polling; its last poll is
+        at most dated to this tick."""
+        count = self.unnoted_polls() if self.unnoted_polls is not None else self._unnoted_seen
+        if count == self._unnoted_seen:
+            return []
+        self._unnoted_seen = count
+        return list(session.handle(Poll(), now))
 
     def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline_ms: int | None) -> None:
         if self._timer is not None:
