@@ -90,6 +90,7 @@ class AIOConsumer:
             # The fast path: records already taken from librdkafka, no group work waiting, no
             # poll to report and no turn to give the loop yet: the next one without `poll()`.
             now = monotonic()
+            consumer._member_work = False  # before looking at the queue: work posted later sets it
             if (
                 buffer
                 and (app is None or (app.awaiting is None and app.idle()))
@@ -98,11 +99,10 @@ class AIOConsumer:
             ):
                 # A short run before the next full check; work the member posts meanwhile (a
                 # revocation, a lost assignment) ends it at the next record.
-                no_member_work = consumer._no_member_work
                 for _ in range(RECORDS_BETWEEN_CHECKS):
-                    if not buffer or not no_member_work():
+                    if not buffer or consumer._member_work:
                         break
-                    consumer._unnoted_polls += 1
+                    consumer._polls += 1
                     yield buffer.popleft()
                 continue
             message = await self.poll(None)

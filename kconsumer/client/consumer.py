@@ -10,8 +10,8 @@ Rebalance callbacks run on it, inside ``poll()``/``consume()``/``unsubscribe()``
 
 from __future__ import annotations
 
+import functools
 import logging
-import queue
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -90,9 +90,11 @@ class Consumer(HandleFacade):
         self._manual = ManualAssignment(
             self._fetcher, self._config.auto_offset_reset, has_group=self._config.group_id is not None
         )
-        # poll() pops buffered records itself (see there): `_unchecked` more before its next full
-        # check, `_unnoted_polls` so far (the runtime tells the session of them).
-        self._unchecked = self._unnoted_polls = 0
+        # poll() pops buffered records itself (see there): `_polls` so far without a full check
+        # (the runtime tells the session of them), the next full check at `_check_at`, at once
+        # once `_member_work` (set when the member posts work for this thread).
+        self._polls = self._check_at = 0
+        self._member_work = False
         self._runtime: MemberRuntime | None = None
         self._app: AppThread | None = None
         self._background: BackgroundLoop | None = None
@@ -106,7 +108,8 @@ class Consumer(HandleFacade):
                 security=self._security,
                 metrics=self._metrics,
             )
-            self._runtime.unnoted_polls = lambda: self._unnoted_polls
+            self._runtime.unnoted_polls = lambda: self._polls
+            self._runtime.on_app_work = functools.partial(setattr, self, "_member_work", True)
             self._app = AppThread(self, self._fetcher, self._runtime)
             self._app.on_commit = self._config.on_commit
             self._app.statistics = self._statistics
@@ -119,7 +122,6 @@ class Consumer(HandleFacade):
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
         self._commit_tokens = 0
-        self._no_member_work = (self._runtime.app_queue if self._runtime else queue.SimpleQueue()).empty
         self._buffer = self._fetcher.buffer
         self._rd_poll = self._fetcher.poll
         self._rd_consume = self._fetcher.consume
@@ -262,12 +264,13 @@ class Consumer(HandleFacade):
         raises pending errors (wrapped in KafkaException) first: work the member posted is seen
         before every record, the rest every `RECORDS_BETWEEN_CHECKS` buffered records."""
         buffer = self._buffer
-        if buffer and self._unchecked and self._no_member_work():
-            self._unchecked -= 1
-            self._unnoted_polls += 1
+        polls = self._polls
+        if buffer and polls < self._check_at and not self._member_work:
+            self._polls = polls + 1
             return buffer.popleft()
         app = self._app
         if app is not None:
+            self._member_work = False  # before looking at the queue: work posted later sets it
             now = _monotonic()
             if now >= self._next_poll_note:
                 self._note_poll(now)
@@ -277,7 +280,7 @@ class Consumer(HandleFacade):
                     return app.state.error_events.pop(0)
         elif self._closed:
             raise RuntimeError("Consumer closed")
-        self._unchecked = RECORDS_BETWEEN_CHECKS
+        self._check_at = polls + RECORDS_BETWEEN_CHECKS
         if buffer:
             return buffer.popleft()
         if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
@@ -395,7 +398,7 @@ class Consumer(HandleFacade):
                 raise KafkaException(error)
             if app.on_commit is not None and offsets:
                 app.state.commit_reports.append((error, list(offsets)))
-                self._unchecked = 0  # the next poll() reports it
+                self._check_at = 0  # the next poll() reports it
             return None
         if manual:
             return self._manual.commit(runtime, app, explicit, asynchronous)

@@ -106,10 +106,12 @@ class MemberRuntime:
         self._answers: dict[int, concurrent.futures.Future[Any]] = {}
         self._tokens = 0
         self._closed = False
-        #: The count of polls the application made without telling the session (set by the
-        #: consumer; see `_unnoted_polls`), and the count the session was last told of.
+        #: Set by the consumer: the count of polls the application made without telling the
+        #: session (see `_unnoted_polls`; the count the session last heard of beside it), and
+        #: what to call after posting work to the application thread.
         self.unnoted_polls: Callable[[], int] | None = None
         self._unnoted_seen = 0
+        self.on_app_work: Callable[[], Any] | None = None
         #: Mirrors of the session, readable from the application thread.
         self.state = MemberState.UNSUBSCRIBED
         self.member_epoch = 0
@@ -227,6 +229,8 @@ class MemberRuntime:
 
     def _to_application(self, work: ApplicationWork) -> None:
         self.app_queue.put(work)
+        if self.on_app_work is not None:
+            self.on_app_work()
 
     def _send(self, effect: SendRequest) -> None:
         self._spawn(self._request(effect))
