@@ -23,22 +23,29 @@ from kconsumer.testing import ReferenceCluster
 RECORDS = 2_000
 
 
+def _topic(cluster: ReferenceCluster) -> None:
+    """One partition holding `RECORDS` records."""
+    cluster.create_topic("checks", 1)
+    cluster.produce("checks", [b"v%d" % i for i in range(RECORDS)], partition=0)
+
+
+def _settings(cluster: ReferenceCluster, **more: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "group.id": "checks",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        **more,
+    }
+
+
 def _buffering_consumer(
     cluster: ReferenceCluster, on_lost: Any = None, **settings: Any
 ) -> tuple[Consumer, list[Any]]:
     """A member of a group reading a one-partition topic, with half a batch or more buffered;
     (the consumer, the records it returned)."""
-    cluster.create_topic("checks", 1)
-    cluster.produce("checks", [b"v%d" % i for i in range(RECORDS)], partition=0)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "checks",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            **settings,
-        }
-    )
+    _topic(cluster)
+    consumer = Consumer(_settings(cluster, **settings))
     consumer.subscribe(["checks"], on_lost=on_lost)
     first = wait_until(lambda: consumer.poll(0.1), what="a first record")
     time.sleep(0.5)  # librdkafka queues the rest
@@ -95,19 +102,10 @@ def test_async_for_gives_no_buffered_record_after_the_member_lost_its_partitions
 ) -> None:
     """The same inside the asyncio consumer's ``async for`` run, stalled between two records."""
     monkeypatch.setattr(aio_consumer, "TURN_EVERY_S", 60.0)  # no turn given to the loop ends the run
-    cluster.create_topic("checks", 1)
-    cluster.produce("checks", [b"v%d" % i for i in range(RECORDS)], partition=0)
+    _topic(cluster)
 
     async def main() -> Any:
-        consumer = AIOConsumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "checks",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "max.poll.interval.ms": 1000,
-            }
-        )
+        consumer = AIOConsumer(_settings(cluster, **{"max.poll.interval.ms": 1000}))
         try:
             await consumer.subscribe(["checks"])
             records = consumer.__aiter__()
@@ -160,20 +158,11 @@ def test_a_slow_async_for_stays_in_the_group(
 ) -> None:
     """The same for the asyncio consumer's ``async for`` (its runs of buffered records count too)."""
     monkeypatch.setattr(aio_consumer, "TURN_EVERY_S", 60.0)  # runs end only at their length
-    cluster.create_topic("checks", 1)
-    cluster.produce("checks", [b"v%d" % i for i in range(RECORDS)], partition=0)
+    _topic(cluster)
     lost: list[Any] = []
 
     async def main() -> list[Any]:
-        consumer = AIOConsumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "checks",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "max.poll.interval.ms": 1000,
-            }
-        )
+        consumer = AIOConsumer(_settings(cluster, **{"max.poll.interval.ms": 1000}))
         taken: list[Any] = []
         try:
             await consumer.subscribe(["checks"], on_lost=lambda _c, partitions: lost.append(partitions))
