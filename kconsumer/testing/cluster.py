@@ -21,7 +21,6 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -54,69 +53,15 @@ from ..protocol.messages.produce import (
 )
 from ..protocol.uuid import Uuid
 from .cluster_brokers import ClusterBrokers
+from .descriptions import GroupDescription, MemberDescription
+from .partitioner import RoundRobin, Value, as_bytes
 from .secured import ClusterSecurity
 
 T = TypeVar("T")
 
-Value = bytes | bytearray | memoryview | str | None
-PartitionsByTopic = Mapping[str, tuple[int, ...]]
 
 _START_TIMEOUT_S = 10.0
 _CALL_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class MemberDescription:
-    """One member of a consumer group, as the coordinator sees it right now."""
-
-    member_id: str
-    instance_id: str | None
-    #: The member's epoch (it reaches the group's assignment epoch once reconciled).
-    member_epoch: int
-    #: Reconciliation state: ``stable``, ``unrevoked_partitions``, ``unreleased_partitions``, ``unknown``.
-    state: str
-    #: Partitions the member may use now, by topic name.
-    assignment: PartitionsByTopic
-    #: Partitions it must still give up (it owns them until it acknowledges the revocation).
-    pending_revocation: PartitionsByTopic
-    #: Its partitions in the target assignment.
-    target: PartitionsByTopic
-    client_id: str
-    client_host: str
-    subscribed_topics: tuple[str, ...]
-    subscribed_regex: str | None
-
-    @property
-    def owned(self) -> set[tuple[str, int]]:
-        """Every (topic, partition) the member holds: assigned or pending revocation."""
-        held = {(t, p) for t, parts in self.assignment.items() for p in parts}
-        held.update((t, p) for t, parts in self.pending_revocation.items() for p in parts)
-        return held
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    """A consumer group: epochs, state and members (by member id)."""
-
-    group_id: str
-    #: The group epoch.
-    epoch: int
-    #: ``Empty``, ``Assigning``, ``Reconciling`` or ``Stable`` (facts §5.12).
-    state: str
-    #: The epoch of the current target assignment.
-    assignment_epoch: int
-    members: Mapping[str, MemberDescription] = field(default_factory=dict)
-    #: The node id of the broker coordinating the group.
-    coordinator: int = 1
-
-    @property
-    def owners(self) -> dict[tuple[str, int], list[str]]:
-        """(topic, partition) → the member ids holding it (more than one would be a bug)."""
-        out: dict[tuple[str, int], list[str]] = {}
-        for member in self.members.values():
-            for tp in member.owned:
-                out.setdefault(tp, []).append(member.member_id)
-        return out
 
 
 class ReferenceCluster(ClusterBrokers):
@@ -217,7 +162,7 @@ class ReferenceCluster(ClusterBrokers):
         self._server = ReferenceServer(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._round_robin: dict[str, int] = {}
+        self._round_robin = RoundRobin()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -393,27 +338,16 @@ class ReferenceCluster(ClusterBrokers):
         """Append one record per value (bytes or str, None for a null value) with `key`, to
         `partition` or, when None, to the topic's partitions in turn. Returns each record's offset,
         in the order of `values`. Raises `KafkaApiError` for an unknown topic or partition."""
-        encoded = [_bytes(v) for v in values]
+        encoded = [as_bytes(v) for v in values]
         if not encoded:
             return []
-        key_bytes = _bytes(key)
+        key_bytes = as_bytes(key)
 
         def append(broker: Broker) -> list[int]:
             known = broker.topics.get(topic)
             if known is None:
                 raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {topic}")
-            count = len(known.partitions)
-            targets: list[int] = []
-            for _ in encoded:
-                if partition is not None:
-                    targets.append(partition)
-                else:
-                    turn = self._round_robin.get(topic, 0)
-                    targets.append(turn % count)
-                    self._round_robin[topic] = turn + 1
-            by_partition: dict[int, list[int]] = {}
-            for position, target in enumerate(targets):
-                by_partition.setdefault(target, []).append(position)
+            by_partition = self._round_robin.plan(topic, len(known.partitions), len(encoded), partition)
             now = int(time.time() * 1000)
             offsets = [0] * len(encoded)
             for target, positions in by_partition.items():
@@ -525,14 +459,6 @@ class ReferenceCluster(ClusterBrokers):
         """Close every client connection (of broker `node_id`, or of all) now; returns how many.
         Clients reconnect by themselves."""
         return self._call(lambda broker: self._server.drop_connections(node_id))
-
-
-def _bytes(value: Value) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    return bytes(value)
 
 
 def _by_name(
