@@ -182,6 +182,27 @@ def test_metadata_all_topics_by_name_and_by_id(cluster: ReferenceCluster, connec
         12,
     )
     assert unknown_id.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    # As Kafka: a non-zero id makes the request a lookup by id whatever the name says; the Java
+    # client sends an empty name with each id (its regex subscriptions depend on it).
+    empty_name = client.call(
+        MetadataRequest(topics=[MetadataRequestTopic(topic_id=orders, name="")]), MetadataResponse, 12
+    )
+    assert [(t.error_code, t.name, t.topic_id) for t in empty_name.topics] == [(0, "orders", orders)]
+    mixed = client.call(
+        MetadataRequest(
+            topics=[
+                MetadataRequestTopic(topic_id=orders, name="payments"),
+                MetadataRequestTopic(name="payments"),
+                MetadataRequestTopic(topic_id=Uuid.from_int(7), name=""),
+            ]
+        ),
+        MetadataResponse,
+        12,
+    )
+    assert [(t.error_code, t.name) for t in mixed.topics] == [
+        (0, "orders"),
+        (ErrorCode.UNKNOWN_TOPIC_ID, None),
+    ]
 
 
 def test_metadata_unknown_topic_and_auto_creation(cluster: ReferenceCluster, connect: Connect) -> None:

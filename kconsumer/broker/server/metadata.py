@@ -104,12 +104,17 @@ def handle_metadata(
     else:
         seen: set[object] = set()
         allow_create = auto_create and (version < 4 or request.allow_auto_topic_creation)
+        # As Kafka: one non-zero topic id makes the whole request a lookup by id (v12+), whatever
+        # the entries' names say (the Java client sends an empty name with each id).
+        by_id = version >= 12 and any(w.topic_id != ZERO_UUID for w in request.topics)
         for wanted in request.topics:
-            key = wanted.name if wanted.name is not None else wanted.topic_id
+            if by_id and wanted.topic_id == ZERO_UUID:
+                continue
+            key = wanted.topic_id if by_id else wanted.name
             if key in seen:
                 continue
             seen.add(key)
-            if wanted.name is None:
+            if by_id or wanted.name is None:
                 topic = topics.get_by_id(wanted.topic_id)
                 if topic is None:
                     described.append(

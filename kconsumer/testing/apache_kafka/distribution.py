@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,14 +134,30 @@ def cached_libs(version: str) -> Path:
 
 
 def resolve_with_maven(version: str, target: Path) -> Path:
-    """Resolve `version`'s jars with Maven into `target` (atomically: a half-finished download is
-    never taken for a cached one). Returns `target`."""
+    """Resolve Kafka `version`'s jars with Maven into `target`. Returns `target`."""
+    return copy_dependencies(
+        _POM,
+        target,
+        {"kafka.version": version},
+        what=f"Apache Kafka {version}",
+        marker="kafka_2.13-*.jar",
+        fallback="or set KCONSUMER_KAFKA_HOME to an Apache Kafka installation",
+    )
+
+
+def copy_dependencies(
+    pom: Path, target: Path, properties: Mapping[str, str], *, what: str, marker: str, fallback: str = ""
+) -> Path:
+    """Resolve the dependencies of `pom` (with Maven ``-D`` `properties`) into `target`,
+    atomically: a half-finished download is never taken for a cached one (a jar matching
+    `marker` says the copy is complete). `ApacheKafkaUnavailable` names what failed."""
+    if any(target.glob(marker)):
+        return target
     maven = shutil.which("mvn")
     if maven is None:
         raise ApacheKafkaUnavailable(
-            f"Apache Kafka {version}'s jars are not cached in {target.parent} and Maven (`mvn`) is "
-            "not on the PATH: install Maven (it downloads them once from Maven Central), or set "
-            "KCONSUMER_KAFKA_HOME to an Apache Kafka installation"
+            f"{what}'s jars are not cached in {target.parent} and Maven (`mvn`) is not on the PATH: "
+            f"install Maven (it downloads them once from Maven Central){', ' + fallback if fallback else ''}"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="libs-", dir=target.parent))
@@ -149,20 +166,20 @@ def resolve_with_maven(version: str, target: Path) -> Path:
         "-B",
         "-q",
         "-f",
-        str(_POM),
+        str(pom),
         "dependency:copy-dependencies",
-        f"-Dkafka.version={version}",
         f"-DoutputDirectory={staging}",
     ]
+    command += [f"-D{key}={value}" for key, value in properties.items()]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=_RESOLVE_TIMEOUT_S)
-        if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
+        if result.returncode != 0 or not any(staging.glob(marker)):
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-            raise ApacheKafkaUnavailable(f"Maven could not resolve Apache Kafka {version}:\n{tail}")
+            raise ApacheKafkaUnavailable(f"Maven could not resolve {what}:\n{tail}")
         try:
             staging.rename(target)
         except OSError:
-            if not any(target.glob("kafka_2.13-*.jar")):  # not another process's finished copy
+            if not any(target.glob(marker)):  # not another process's finished copy
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -177,7 +194,5 @@ def locate(version: str = DEFAULT_VERSION, home: str | os.PathLike[str] | None =
         libs = installation_libs(Path(chosen_home))
         return Distribution(installation_version(libs), java, java_version, libs)
     check_version(version)
-    libs = cached_libs(version)
-    if not any(libs.glob("kafka_2.13-*.jar")):
-        resolve_with_maven(version, libs)
+    libs = resolve_with_maven(version, cached_libs(version))
     return Distribution(version, java, java_version, libs)

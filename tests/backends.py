@@ -1,0 +1,125 @@
+"""The clusters integration tests run against: the in-process reference cluster, and Apache Kafka.
+
+A test that takes the ``backend`` fixture runs once per selected backend (``--backend reference``,
+``--backend kafka`` or ``--backend all``, the default; ``KCONSUMER_TEST_BACKEND`` sets the default).
+`open_cluster(backend, **options)` gives it a running cluster with `ReferenceCluster`'s options:
+
+* ``reference``: a fresh `ReferenceCluster` with those options (fast group timers by default);
+* ``kafka``: an `ApacheKafka` with those options, **shared** by every test asking for the same
+  options and made fresh (every group and topic deleted) when the test is done: a JVM start costs
+  seconds, a reset a fraction of one.
+
+A test that needs what only the reference cluster has (fault injection, the coordinator's inner
+state) is marked ``@pytest.mark.reference_only("why")``: it is not run on Kafka (not skipped:
+collected once, for the reference backend). Where Apache Kafka cannot be started (no Java 17 or
+Maven), the Kafka runs are skipped with the reason, except under CI (``CI=true``), where that is a
+failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kconsumer.testing import ApacheKafka, ApacheKafkaUnavailable, ReferenceCluster
+
+REFERENCE, KAFKA = "reference", "kafka"
+BACKENDS = (REFERENCE, KAFKA)
+#: The group timers of the fast tests (Kafka's defaults: 5 s heartbeat, 45 s session, 1 s
+#: assignment interval; classic groups wait 3 s for members).
+FAST = {"heartbeat_interval_ms": 100, "session_timeout_ms": 1500, "assignment_interval_ms": 0}
+#: How many distinct Apache Kafka clusters may run at once (each a JVM of up to 1 GB).
+_MAX_RUNNING = 2
+
+Cluster = ReferenceCluster | ApacheKafka
+
+
+def selected(config: pytest.Config) -> tuple[str, ...]:
+    """The backends chosen on the command line (or by KCONSUMER_TEST_BACKEND)."""
+    choice = config.getoption("--backend")
+    return BACKENDS if choice == "all" else (choice,)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+class KafkaPool:
+    """Apache Kafka clusters kept running for the whole session, one per set of options."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[tuple[str, Any], ...], ApacheKafka] = {}
+        self._unavailable: str | None = None
+        self._lock = threading.Lock()
+
+    def acquire(self, options: dict[str, Any]) -> ApacheKafka:
+        """A running cluster with `options` (started on first use; the least recently used one
+        stopped when too many run)."""
+        key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
+        with self._lock:
+            if self._unavailable is not None:
+                _unavailable(self._unavailable)
+            kafka = self._running.pop(key, None)
+            if kafka is None:
+                while len(self._running) >= _MAX_RUNNING:
+                    oldest = next(iter(self._running))
+                    self._running.pop(oldest).stop()
+                kafka = ApacheKafka(**options)
+                try:
+                    kafka.start()
+                except ApacheKafkaUnavailable as exc:
+                    self._unavailable = str(exc)
+                    _unavailable(str(exc))
+            self._running[key] = kafka  # most recently used last
+            return kafka
+
+    def close(self) -> None:
+        with self._lock:
+            for kafka in self._running.values():
+                kafka.stop()
+            self._running.clear()
+
+
+def _unavailable(reason: str) -> None:
+    if in_ci():
+        pytest.fail(f"Apache Kafka is required under CI but cannot start: {reason}", pytrace=False)
+    pytest.skip(f"Apache Kafka is not available here: {reason}")
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+_POOL = KafkaPool()
+
+
+def kafka_pool() -> KafkaPool:
+    """The session's pool (closed by the root conftest at the end of the session)."""
+    return _POOL
+
+
+@contextlib.contextmanager
+def open_cluster(backend: str, **options: Any) -> Iterator[Cluster]:
+    """A running cluster of `backend` with `ReferenceCluster`'s `options` (`FAST` timers unless
+    given); see the module docstring."""
+    settings = {**FAST, **options}
+    if backend == REFERENCE:
+        with ReferenceCluster(**settings) as cluster:
+            yield cluster
+        return
+    if backend != KAFKA:
+        raise ValueError(f"unknown backend {backend!r}")
+    kafka = _POOL.acquire(settings)
+    try:
+        yield kafka
+    finally:
+        kafka.reset()

@@ -1,0 +1,60 @@
+"""Fixtures and options of the whole test suite: the backends integration tests run against
+(`backends.py`), and the shared wait helper (`waiting.py`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from backends import BACKENDS, KAFKA, REFERENCE, kafka_pool, selected
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=(*BACKENDS, "all"),
+        default=os.environ.get("KCONSUMER_TEST_BACKEND", "all"),
+        help="which cluster the integration tests run against: the in-process reference cluster, "
+        "Apache Kafka (started from its jars), or both (default)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "reference_only(reason): runs on the reference cluster only (it needs its fault injection or "
+        "inner state); the reason says what",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that takes ``backend`` runs once per selected backend (a ``reference_only`` one
+    on the reference cluster only)."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    backends = selected(metafunc.config)
+    if metafunc.definition.get_closest_marker("reference_only") is not None:
+        backends = tuple(b for b in backends if b == REFERENCE) or (REFERENCE,)
+    marks = {KAFKA: [pytest.mark.kafka]}
+    metafunc.parametrize(
+        "backend",
+        [pytest.param(b, marks=marks.get(b, []), id=b) for b in backends],
+        scope=_scope(metafunc),
+    )
+
+
+def _scope(metafunc: pytest.Metafunc) -> str:
+    """The backend parameter lives as long as the widest fixture of the test that uses it."""
+    fixtures = metafunc._arg2fixturedefs  # pytest's own table of the test's fixtures
+    scopes = {d.scope for defs in fixtures.values() for d in defs if "backend" in d.argnames}
+    for scope in ("session", "package", "module", "class"):
+        if scope in scopes:
+            return scope
+    return "function"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_kafka_clusters() -> Iterator[None]:
+    yield
+    kafka_pool().close()
