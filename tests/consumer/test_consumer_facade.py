@@ -1,7 +1,7 @@
 """The `Consumer` facade: configuration errors, subscribe validation, commit semantics, callback
 errors, close, the context manager and the membership-only consumer (``fetch=False``).
 
-Tests that need a broker share one reference cluster (each uses its own topic and group).
+Tests that need a broker share one cluster per backend (each uses its own topic and group).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from backends import Cluster, open_cluster
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
-from consumer_harness import config, fast_cluster, poll_until, position, read, wait_until
+from consumer_harness import config, poll_until, position, read, wait_until
 
 from kconsumer import (
     ConfigError,
@@ -25,7 +26,6 @@ from kconsumer import (
 from kconsumer.client.member.errors import CommitFailedError
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.api import ApiKey
-from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,13 +33,14 @@ _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def shared() -> Iterator[ReferenceCluster]:
-    with fast_cluster() as running:
+def shared(backend: str) -> Iterator[Cluster]:
+    """One cluster of `backend` for the module (each test uses its own topic and group)."""
+    with open_cluster(backend) as running:
         yield running
 
 
 @pytest.fixture
-def topic(shared: ReferenceCluster) -> str:
+def topic(shared: Cluster) -> str:
     """A new topic with 2 partitions holding records v0..v9 (offsets 0-4 on each)."""
     name = f"topic-{next(_names)}"
     shared.create_topic(name, 2)
@@ -233,7 +234,7 @@ def test_close_is_idempotent_and_the_consumer_unusable_after(idle: Consumer) -> 
 
 
 def test_subscribe_with_regexes_joins_them_for_the_coordinator(
-    shared: ReferenceCluster, consumers: Callable[..., Consumer], group: str
+    shared: Cluster, consumers: Callable[..., Consumer], group: str
 ) -> None:
     consumer = consumers(config(shared.bootstrap_servers, group))
     consumer.subscribe(["^alpha-.*", "^beta"])
@@ -243,7 +244,7 @@ def test_subscribe_with_regexes_joins_them_for_the_coordinator(
     assert member.subscribed_topics == ()
 
 
-def test_context_manager_leaves_the_group(shared: ReferenceCluster, topic: str, group: str) -> None:
+def test_context_manager_leaves_the_group(shared: Cluster, topic: str, group: str) -> None:
     with Consumer(config(shared.bootstrap_servers, group)) as consumer:
         consumer.subscribe([topic])
         poll_until(consumer, lambda: len(consumer.assignment()) == 2)
@@ -254,7 +255,7 @@ def test_context_manager_leaves_the_group(shared: ReferenceCluster, topic: str, 
 
 
 def test_commit_semantics(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     results: list[tuple[KafkaError | None, list[TopicPartition]]] = []
     consumer = consumers(
@@ -318,7 +319,7 @@ def test_commit_semantics(
 
 
 def test_commit_with_nothing_to_commit(
-    shared: ReferenceCluster, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     consumer = consumers(config(shared.bootstrap_servers, group))
     assert consumer.commit(asynchronous=True) is None
@@ -334,7 +335,7 @@ class Boom(Exception):
 
 
 def test_callback_exceptions_reach_poll_unchanged_and_the_rebalance_completes(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     calls: list[str] = []
 
@@ -387,7 +388,7 @@ def test_callback_exceptions_reach_poll_unchanged_and_the_rebalance_completes(
 
 
 def test_confluent_style_callbacks_get_the_consumer_and_the_partitions(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     seen: list[tuple[str, Consumer, list[tuple[str, int]]]] = []
 
@@ -405,7 +406,7 @@ def test_confluent_style_callbacks_get_the_consumer_and_the_partitions(
 
 
 def test_membership_only_consumer_joins_and_reconciles_but_returns_no_records(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     assigned: list[TopicPartition] = []
     seeded = consumers(config(shared.bootstrap_servers, group))
@@ -436,6 +437,7 @@ def test_membership_only_consumer_joins_and_reconciles_but_returns_no_records(
         member.list_topics()
 
 
+@pytest.mark.reference_only("injects errors and drops connections in the reference broker")
 @pytest.mark.parametrize(
     "fault",
     [
@@ -446,7 +448,7 @@ def test_membership_only_consumer_joins_and_reconciles_but_returns_no_records(
     ],
 )
 def test_committed_rides_out_coordinator_errors(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer], fault: Any
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer], fault: Any
 ) -> None:
     """As Kafka's committed(timeout): retriable and coordinator errors are retried until the timeout.
     (Before: the first NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or dropped connection was
@@ -466,7 +468,7 @@ def test_committed_rides_out_coordinator_errors(
 
 @pytest.mark.parametrize("style", ["on_lost", "on_revoke fallback"])
 def test_poll_interval_exceeded_calls_on_lost_then_rejoins(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer], style: str
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer], style: str
 ) -> None:
     """confluent-kafka style callbacks: lost partitions go to on_lost, or to on_revoke when no
     on_lost is given (as in confluent-kafka); the poll after the pause returns the
@@ -496,7 +498,7 @@ def test_poll_interval_exceeded_calls_on_lost_then_rejoins(
 
 
 def test_assignment_calls_outside_rebalance_callbacks_are_refused(
-    shared: ReferenceCluster, topic: str, group: str, consumers: Callable[..., Consumer]
+    shared: Cluster, topic: str, group: str, consumers: Callable[..., Consumer]
 ) -> None:
     """assign/incremental_assign choose start offsets inside on_assign and unassign inside
     on_revoke/on_lost; elsewhere the group assigns, so they raise _STATE and change nothing."""
@@ -516,7 +518,7 @@ def test_assignment_calls_outside_rebalance_callbacks_are_refused(
     assert consumer.assignment() == owned
 
 
-def test_a_consumer_without_group_reads_what_it_assigns(shared: ReferenceCluster, topic: str) -> None:
+def test_a_consumer_without_group_reads_what_it_assigns(shared: Cluster, topic: str) -> None:
     """No group.id: assign() fetches the partitions named (OFFSET_INVALID starts at
     auto.offset.reset, there being no committed offset), and group operations say group.id is
     needed."""

@@ -16,7 +16,10 @@ from kconsumer.errors import ErrorCode
 from kconsumer.protocol.api import ApiKey
 from kconsumer.testing import ReferenceCluster
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.reference_only("injects errors, delays and lost responses into the reference broker"),
+]
 
 TOPIC = "events"
 GROUP = "group"

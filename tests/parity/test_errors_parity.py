@@ -6,6 +6,7 @@ import socket
 import time
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from parity_harness import Run, compare, drain, read
 
@@ -29,6 +30,7 @@ def _outcomes(consumer: Any, polls: int) -> list[Any]:
     return seen
 
 
+@pytest.mark.reference_only("injects the coordinator's refusal into the reference broker")
 def test_group_authorization_failure_is_one_fatal_event(cluster: ReferenceCluster) -> None:
     """The coordinator refuses the group: one _FATAL error event, then nothing more; nothing is
     consumed or committed."""
@@ -123,6 +125,7 @@ def test_error_cb_when_no_broker_answers(cluster: ReferenceCluster) -> None:
     compare("error_cb, no broker", scenario, cluster)
 
 
+@pytest.mark.reference_only("starts a three-broker reference cluster of its own")
 def test_error_cb_when_the_coordinators_broker_stops(cluster: ReferenceCluster) -> None:
     """On three brokers, the coordinator's broker stops: error_cb hears at most _TRANSPORT
     (connection refused), poll() raises nothing, and the consumer keeps its partitions."""

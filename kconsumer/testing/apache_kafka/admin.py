@@ -126,6 +126,8 @@ class KafkaAdmin:
 
     def _client(self, node_id: int | None) -> tuple[int, WireClient]:
         addresses = self._addresses()
+        if not addresses:
+            raise WireError("no broker of the cluster is running (stopped?)")
         if node_id is None:
             live = [n for n in self._clients if n in addresses and not self._clients[n].closed]
             node_id = live[0] if live else min(addresses)
