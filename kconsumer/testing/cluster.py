@@ -53,7 +53,12 @@ from ..protocol.messages.produce import (
 )
 from ..protocol.uuid import Uuid
 from .cluster_brokers import ClusterBrokers
-from .descriptions import GroupDescription, MemberDescription
+from .descriptions import (
+    ClassicGroupDescription,
+    ClassicMemberDescription,
+    GroupDescription,
+    MemberDescription,
+)
 from .partitioner import RoundRobin, Value, as_bytes
 from .secured import ClusterSecurity
 
@@ -404,9 +409,34 @@ class ReferenceCluster(ClusterBrokers):
 
         return self._call(describe)
 
-    def describe_classic_group(self, group_id: str) -> ClassicGroup | None:
-        """The classic group as the coordinator holds it now (an immutable value: state,
-        generation, protocol, leader, members with metadata and assignment), or None."""
+    def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
+        """The classic group as DescribeGroups shows it (state, protocol, members with their
+        metadata for the chosen protocol and assignment), or None if there is no such group."""
+        group = self.classic_group_state(group_id)
+        if group is None or group.state.value == "Dead":
+            return None
+        members = {
+            m.member_id: ClassicMemberDescription(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                protocol_metadata=m.metadata(group.protocol_name),
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        }
+        return ClassicGroupDescription(
+            group_id=group_id,
+            state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_name=group.protocol_name or "",
+            members=dict(sorted(members.items())),
+        )
+
+    def classic_group_state(self, group_id: str) -> ClassicGroup | None:
+        """The classic group as the reference coordinator holds it now (its inner, immutable
+        state: generation, leader, pending members, ...), or None."""
         return self._call(
             lambda broker: broker.coordinators.of_group(group_id).state.classic_groups.get(group_id)
         )

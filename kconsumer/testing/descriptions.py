@@ -62,3 +62,33 @@ class GroupDescription:
             for tp in member.owned:
                 out.setdefault(tp, []).append(member.member_id)
         return out
+
+
+@dataclass(frozen=True)
+class ClassicMemberDescription:
+    """One member of a classic group, as DescribeGroups shows it."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    #: Its metadata for the group's chosen protocol (the consumer protocol's subscription).
+    protocol_metadata: bytes
+    #: What the leader assigned it (the consumer protocol's assignment bytes).
+    assignment: bytes
+
+    def metadata(self, protocol: str | None = None) -> bytes:
+        """Its metadata for the group's protocol (the only one a coordinator describes)."""
+        return self.protocol_metadata
+
+
+@dataclass(frozen=True)
+class ClassicGroupDescription:
+    """A classic group: state (``Empty``, ``PreparingRebalance``, ``CompletingRebalance``,
+    ``Stable``), protocol type and chosen protocol, members by member id."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol_name: str
+    members: Mapping[str, ClassicMemberDescription] = field(default_factory=dict)

@@ -29,7 +29,6 @@ from kconsumer.assignment.classic_strategies import (
     RangeStrategy,
     RoundRobinStrategy,
 )
-from kconsumer.broker.coordinator.classic.model import ClassicState
 from kconsumer.protocol.consumer_protocol import (
     ConsumerAssignment,
     ConsumerSubscription,
@@ -128,7 +127,7 @@ def test_the_same_assignment_as_librdkafkas_leader(strategy: str, layout: str) -
                 return (
                     len(assigned_calls) == len(consumers)
                     and group is not None
-                    and group.state == ClassicState.STABLE
+                    and group.state == "Stable"
                     and len(group.members) == len(consumers)
                     and all(m.assignment for m in group.members.values())
                 )

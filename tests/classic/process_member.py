@@ -1,7 +1,8 @@
 """A confluent-kafka classic consumer in its own process, so a test can kill it (a crash the
 coordinator only learns of from the session timeout). Run as a script, it reports on stdout, one
 line per event, flushed: ``assign t p ...``, ``revoke t p ...`` (after committing what it
-processed), ``recv t p offset``; it commits asynchronously every 0.2 s. `ProcessMember` starts it
+processed), ``recv t p offset``; each assign and revoke waits for the driver's ``ack`` line; it
+commits asynchronously every 0.2 s. `ProcessMember` starts it
 and feeds a `Ledger` from its lines."""
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class ProcessMember:
         self.name = name
         self.process = subprocess.Popen(
             [sys.executable, __file__, bootstrap, group, topic, strategy, name],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -64,6 +66,12 @@ class ProcessMember:
                     self.ledger.assigned(self.name, keys)
                 else:
                     self.ledger.released(self.name, keys, "revoked")
+                # The member's callback waits for this: the ledger hears of an assignment before
+                # the member reads or commits, and of a revocation before the partition moves.
+                assert self.process.stdin is not None
+                with contextlib.suppress(OSError):
+                    self.process.stdin.write("ack\n")
+                    self.process.stdin.flush()
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup, no commit; the ledger hears it crashed once its reports are read."""
@@ -92,6 +100,7 @@ def _main(bootstrap: str, group: str, topic: str, strategy: str, name: str) -> N
 
     def report(kind: str, partitions: list[ck.TopicPartition]) -> None:
         print(kind, *(f"{tp.topic} {tp.partition}" for tp in partitions), flush=True)
+        sys.stdin.readline()  # the driver's "ack": it has recorded the report
 
     def revoked(consumer: Any, partitions: list[ck.TopicPartition]) -> None:
         done = [

@@ -12,9 +12,8 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from backends import open_cluster
 from consumer_harness import ConfluentMember, Feeder, Ledger, Member, cluster_committed, config, wait_until
-
-from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -42,8 +41,8 @@ def _topics(member: Member | ConfluentMember) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("pattern", ["^orders-.*", "^orders", "^(orders|refunds)-[0-9]+$"])
-def test_kconsumer_matches_a_pattern_as_librdkafkas_classic_consumer(pattern: str) -> None:
-    with ReferenceCluster(initial_rebalance_delay_ms=100) as cluster:
+def test_kconsumer_matches_a_pattern_as_librdkafkas_classic_consumer(pattern: str, backend: str) -> None:
+    with open_cluster(backend, initial_rebalance_delay_ms=100) as cluster:
         n = next(_names)
         for name, partitions in (("orders-1", 2), ("orders-x", 1), ("payments", 2), ("refunds-7", 3)):
             cluster.create_topic(name, partitions)
@@ -82,8 +81,8 @@ def test_kconsumer_matches_a_pattern_as_librdkafkas_classic_consumer(pattern: st
         assert all(e.code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART for e in theirs.errors), theirs.errors
 
 
-def test_kconsumer_and_librdkafka_share_a_pattern_subscription_in_one_group() -> None:
-    with ReferenceCluster(initial_rebalance_delay_ms=100) as cluster:
+def test_kconsumer_and_librdkafka_share_a_pattern_subscription_in_one_group(backend: str) -> None:
+    with open_cluster(backend, initial_rebalance_delay_ms=100) as cluster:
         group = f"pattern-mixed-{next(_names)}"
         cluster.create_topic("events-a", 3)
         cluster.create_topic("other", 2)

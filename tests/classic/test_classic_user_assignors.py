@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from backends import Cluster, open_cluster
 from consumer_harness import Feeder, Ledger, Member, cluster_committed, config, wait_until
 
 from kconsumer import (
@@ -29,7 +30,6 @@ from kconsumer import (
     MemberAssignment,
     PartitionAssignor,
 )
-from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -131,10 +131,12 @@ def _owned_all(members: Sequence[Member], partitions: int) -> bool:
 
 
 @contextlib.contextmanager
-def _topic_and_group(prefix: str, partitions: int) -> Iterator[tuple[ReferenceCluster, str, Ledger, Feeder]]:
-    """A reference cluster with a topic of `partitions` being fed, and a group of the same name:
+def _topic_and_group(
+    backend: str, prefix: str, partitions: int
+) -> Iterator[tuple[Cluster, str, Ledger, Feeder]]:
+    """A cluster of `backend` with a topic of `partitions` being fed, and a group of the same name:
     (cluster, name, ledger, feeder)."""
-    with ReferenceCluster(initial_rebalance_delay_ms=200) as cluster:
+    with open_cluster(backend, initial_rebalance_delay_ms=200) as cluster:
         name = f"{prefix}-{next(_names)}"
         cluster.create_topic(name, partitions)
         yield cluster, name, Ledger(cluster_committed(cluster, name)), Feeder(cluster, name)
@@ -156,8 +158,8 @@ def _finish(feeder: Feeder, ledger: Ledger, running: Sequence[Member], everyone:
     ledger.check(produced)
 
 
-def test_a_user_assignor_sees_the_members_user_data_and_its_bytes_reach_each_member() -> None:
-    with _topic_and_group("user-eager", 6) as (cluster, topic, ledger, feeder):
+def test_a_user_assignor_sees_the_members_user_data_and_its_bytes_reach_each_member(backend: str) -> None:
+    with _topic_and_group(backend, "user-eager", 6) as (cluster, topic, ledger, feeder):
         bootstrap, group = cluster.bootstrap_servers, topic
         assignors = {label: LabelOrder(label) for label in ("b", "a", "c")}
         members = []
@@ -186,8 +188,8 @@ def test_a_user_assignor_sees_the_members_user_data_and_its_bytes_reach_each_mem
         _finish(feeder, ledger, running, members)
 
 
-def test_a_careless_cooperative_assignor_never_hands_over_a_partition_still_owned() -> None:
-    with _topic_and_group("user-coop", 8) as (cluster, topic, ledger, feeder):
+def test_a_careless_cooperative_assignor_never_hands_over_a_partition_still_owned(backend: str) -> None:
+    with _topic_and_group(backend, "user-coop", 8) as (cluster, topic, ledger, feeder):
         bootstrap, group = cluster.bootstrap_servers, topic
         settings = _settings(bootstrap, group, "test_classic_user_assignors:ShuffledCooperative")
         members: list[Member] = []
@@ -201,8 +203,8 @@ def test_a_careless_cooperative_assignor_never_hands_over_a_partition_still_owne
         _finish(feeder, ledger, running, members)
 
 
-def test_a_failing_assignor_is_reported_and_the_leader_retries_until_it_assigns() -> None:
-    with _topic_and_group("user-fails", 4) as (cluster, topic, ledger, feeder):
+def test_a_failing_assignor_is_reported_and_the_leader_retries_until_it_assigns(backend: str) -> None:
+    with _topic_and_group(backend, "user-fails", 4) as (cluster, topic, ledger, feeder):
         bootstrap, group = cluster.bootstrap_servers, topic
         assignor = FailsAtFirst(failures=2, broken=1)
         member = Member(ledger, "k1", _settings(bootstrap, group, [assignor]), [topic])

@@ -15,6 +15,7 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from backends import open_cluster
 from consumer_harness import (
     CommittedReader,
     ConfluentMember,
@@ -26,8 +27,6 @@ from consumer_harness import (
     config,
     wait_until,
 )
-
-from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -83,8 +82,8 @@ def _mixed_group(
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_mixed_classic_group_on_the_reference_cluster(strategy: str) -> None:
-    with ReferenceCluster(initial_rebalance_delay_ms=200) as cluster:
+def test_mixed_classic_group(strategy: str, backend: str) -> None:
+    with open_cluster(backend, initial_rebalance_delay_ms=200) as cluster:
         topic, group = f"mixed-{strategy}", f"mixed-{strategy}"
         cluster.create_topic(topic, 6)
         ledger = Ledger(cluster_committed(cluster, group))
@@ -133,9 +132,9 @@ def test_mixed_classic_group_on_librdkafkas_mock_cluster(mock: str, strategy: st
     ledger.check(produced)
 
 
-def test_rolling_a_kconsumer_group_from_classic_to_consumer_and_back() -> None:
-    with ReferenceCluster(
-        initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
+def test_rolling_a_kconsumer_group_from_classic_to_consumer_and_back(backend: str) -> None:
+    with open_cluster(
+        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
     ) as cluster:
         topic = group = "kconsumer-rolling"
         cluster.create_topic(topic, 6)
@@ -184,12 +183,14 @@ def test_rolling_a_kconsumer_group_from_classic_to_consumer_and_back() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_static_members_back_without_a_rebalance_get_the_partitions_created_meanwhile(strategy: str) -> None:
+def test_static_members_back_without_a_rebalance_get_the_partitions_created_meanwhile(
+    strategy: str, backend: str
+) -> None:
     """Every static member restarts within the session timeout while the topic grows: each gets
     its stored assignment back without a rebalance (Kafka's rule), so nobody would ever assign the
     new partitions; the returning leader (JoinGroup v9 tells it that it leads) checks the group's
     assignment against the metadata and rebalances."""
-    with ReferenceCluster(initial_rebalance_delay_ms=200) as cluster:
+    with open_cluster(backend, initial_rebalance_delay_ms=200) as cluster:
         topic = group = f"static-grow-{strategy}"
         cluster.create_topic(topic, 2)
         ledger = Ledger(cluster_committed(cluster, group))

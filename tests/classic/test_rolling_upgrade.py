@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from backends import Cluster, open_cluster
 from consumer_harness import ConfluentMember, Feeder, Ledger, cluster_committed, wait_until
-
-from kconsumer.testing import ReferenceCluster
 
 TOPIC = "rolling"
 PARTITIONS = 6
@@ -36,16 +35,16 @@ def _settings(protocol: str, name: str, static: bool) -> dict[str, Any]:
     return settings
 
 
-def _group_kind(cluster: ReferenceCluster, group: str) -> str:
+def _group_kind(cluster: Cluster, group: str) -> str:
     if cluster.describe_classic_group(group) is not None:
         return "classic"
     return "consumer" if cluster.describe_group(group) is not None else "none"
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
-def test_rolling_upgrade_to_the_consumer_protocol_and_back(static: bool) -> None:
-    with ReferenceCluster(
-        initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(static: bool, backend: str) -> None:
+    with open_cluster(
+        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
     ) as cluster:
         cluster.create_topic(TOPIC, PARTITIONS)
         group = f"rolling-{'static' if static else 'dynamic'}"

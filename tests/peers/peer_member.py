@@ -1,9 +1,10 @@
 """A consumer group member of another implementation (the Java client, franz-go) in its own
 process, feeding a `Ledger` from its reports (see the line protocol in `java/KafkaPeer.java`).
 
-A revoked or lost report is recorded in the ledger *before* the peer's callback returns (the
-peer waits for our "ack"), so the ledger learns of a release before the partition can move, as
-with the in-process members.
+Every assigned, revoked or lost report is recorded in the ledger *before* the peer's callback
+returns (the peer waits for our "ack"): the ledger learns of an assignment (and samples the
+committed offset) before the peer reads or commits, and of a release before the partition can
+move, as with the in-process members.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class PeerMember:
                 )  # type: ignore[arg-type]
             elif event == "assigned":
                 self.ledger.assigned(self.name, keys)
+                self._send("ack")
             elif event == "revoked":
                 raw = report.get("committed")
                 committed = None if raw is None else {(t, p): o for t, p, o in raw}

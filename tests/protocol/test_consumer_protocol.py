@@ -81,10 +81,10 @@ def test_what_librdkafka_sends_decodes() -> None:
         while time.monotonic() < deadline:
             consumer.poll(0.1)
             group = cluster.describe_classic_group("g")
-            if group is not None and group.state.value == "Stable" and consumer.assignment():
+            if group is not None and group.state == "Stable" and consumer.assignment():
                 break
         consumer.close()
-        assert group is not None and group.state.value == "Stable"
+        assert group is not None and group.state == "Stable"
         (member,) = group.members.values()
         subscription, version = decode_consumer_protocol(
             ConsumerSubscription, member.metadata("cooperative-sticky")

@@ -60,7 +60,12 @@ from ...protocol.messages.produce import (
 )
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from ..descriptions import GroupDescription, MemberDescription
+from ..descriptions import (
+    ClassicGroupDescription,
+    ClassicMemberDescription,
+    GroupDescription,
+    MemberDescription,
+)
 from ..partitioner import RoundRobin
 from ..wire import WireClient, WireError
 
@@ -435,12 +440,38 @@ class KafkaAdmin:
 
         return self.on_coordinator(group_id, describe)
 
-    def describe_classic_group(self, group_id: str) -> DescribeGroupsResponse:
-        """DescribeGroups' answer for one group (classic groups; consumer groups answer too)."""
-        return self.on_coordinator(
-            group_id,
-            lambda node: self.request(DescribeGroupsRequest(groups=[group_id]), DescribeGroupsResponse, node),
-        )
+    def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
+        """The classic group from DescribeGroups (None: none, or a consumer group)."""
+        if self.describe_group(group_id) is not None:
+            return None
+
+        def describe(node: int) -> ClassicGroupDescription | None:
+            request = DescribeGroupsRequest(groups=[group_id])
+            group = self.request(request, DescribeGroupsResponse, node).groups[0]
+            if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND or group.group_state in ("Dead", ""):
+                return None
+            if group.error_code:
+                raise error_for(group.error_code, group.error_message)
+            members = {
+                m.member_id: ClassicMemberDescription(
+                    member_id=m.member_id,
+                    instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    protocol_metadata=m.member_metadata,
+                    assignment=m.member_assignment,
+                )
+                for m in group.members
+            }
+            return ClassicGroupDescription(
+                group_id=group_id,
+                state=group.group_state,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_data,
+                members=dict(sorted(members.items())),
+            )
+
+        return self.on_coordinator(group_id, describe)
 
     def list_groups(self, nodes: Iterable[int], types: Iterable[str] = ()) -> list[str]:
         """The ids of the groups of every node (of the given types: ``consumer``, ``classic``)."""

@@ -30,7 +30,7 @@ from types import TracebackType
 from ...errors import ErrorCode, error_for
 from ...protocol import records
 from ...protocol.uuid import Uuid
-from ..descriptions import GroupDescription
+from ..descriptions import ClassicGroupDescription, GroupDescription
 from ..partitioner import Value, as_bytes, encode_values
 from ..secured import ClusterSecurity
 from .admin import KafkaAdmin, Retry
@@ -325,6 +325,11 @@ class ApacheKafka:
         show partitions pending revocation or a member's reconciliation state: a member's
         `pending_revocation` is empty and its `state` ``unknown``."""
         return self._admin.describe_group(group_id)
+
+    def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
+        """The classic group as DescribeGroups shows it, or None (no such group, or a group of
+        the consumer protocol)."""
+        return self._admin.describe_classic_group(group_id)
 
     def list_groups(self) -> list[str]:
         """The ids of every consumer group (group type ``consumer``)."""

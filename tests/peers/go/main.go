@@ -8,8 +8,8 @@
 // It reports {"event":"assigned"|"revoked"|"lost","partitions":[["t",0],...]} from its rebalance
 // callbacks and {"event":"record","topic":..,"partition":..,"offset":..} per record. It commits
 // the offsets it processed synchronously on revocation (reported as "committed", null when the
-// commit failed) and asynchronously every --commit-every-ms. A revoked or lost report waits for
-// the line "ack" before the callback returns. "close" leaves the group and exits; "crash" exits
+// commit failed) and asynchronously every --commit-every-ms. Every assigned, revoked or lost
+// report waits for the line "ack" before the callback returns. "close" leaves the group and exits; "crash" exits
 // at once (no leave, no commit).
 package main
 
@@ -107,6 +107,7 @@ func main() {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 			emit(map[string]any{"event": "assigned", "partitions": partitionsOf(assigned)})
+			awaitAck()
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 			take(lost)

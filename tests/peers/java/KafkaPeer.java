@@ -42,9 +42,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {"event":"assigned"|"revoked"|"lost","partitions":[["t",0],...]} from its rebalance listener
  * and {"event":"record","topic":..,"partition":..,"offset":..} for each record. It commits the
  * offsets it processed synchronously when partitions are revoked (reported as "committed", null
- * when the commit failed) and asynchronously every --commit-every-ms. A revoked or lost report
- * waits for the line "ack" before the callback returns, so whoever reads the reports learns of
- * a release before the partition can move. "close" closes the consumer (leaving the group);
+ * when the commit failed) and asynchronously every --commit-every-ms. Every assigned, revoked or
+ * lost report waits for the line "ack" before the callback returns, so whoever reads the reports
+ * learns of an assignment before a record of it is read, and of a release before the partition
+ * can move. "close" closes the consumer (leaving the group);
  * "crash" halts the JVM at once (no leave, no commit).
  *
  * produce: a KafkaProducer with the client's defaults (idempotence on) sending N records,
@@ -121,6 +122,7 @@ public final class KafkaPeer {
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
                 emit("assigned", partitions, null);
+                awaitAck();
             }
 
             @Override
