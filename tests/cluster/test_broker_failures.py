@@ -1,20 +1,23 @@
-"""kconsumer groups on a 3-broker reference cluster while brokers fail: the coordinator's broker
-stopped mid-run, leaders moving during fetch, a rolling restart of every broker. Each run keeps the
+"""kconsumer groups on a 3-broker cluster (the reference cluster, and Apache Kafka) while brokers
+fail: the coordinator's broker stopped mid-run, leaders moving during fetch, a rolling restart of
+every broker. Each run keeps the
 at-least-once ledger (no partition read by two members at once, duplicates only above the
 committed offset at a hand-over, nothing missing) and samples the coordinator for double ownership;
 at the end the committed offsets reach the end of every partition."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+from backends import Cluster, open_cluster
 from consumer_harness import Feeder, Ledger, Member, cluster_committed, config, wait_until
 
 from kconsumer.errors import ErrorCode
 from kconsumer.protocol.api import ApiKey
-from kconsumer.testing import ReferenceCluster
 
 TOPIC = "events"
 PARTITIONS = 6
@@ -22,14 +25,12 @@ MemberFactory = Callable[..., Member]
 FeederFactory = Callable[..., Feeder]
 
 
-def three_brokers(**options: Any) -> ReferenceCluster:
-    return ReferenceCluster(
-        brokers=3, heartbeat_interval_ms=100, session_timeout_ms=3000, assignment_interval_ms=0, **options
-    )
+def three_brokers(backend: str, **options: Any) -> contextlib.AbstractContextManager[Cluster]:
+    return open_cluster(backend, brokers=3, session_timeout_ms=3000, **options)
 
 
 def _start(
-    cluster: ReferenceCluster, group: str, count: int, members: MemberFactory, zombies: bool = False
+    cluster: Cluster, group: str, count: int, members: MemberFactory, zombies: bool = False
 ) -> tuple[Ledger, list[Member]]:
     cluster.create_topic(TOPIC, PARTITIONS)
     ledger = Ledger(cluster_committed(cluster, group), zombies=zombies)
@@ -39,7 +40,7 @@ def _start(
     return ledger, started
 
 
-def _stable(cluster: ReferenceCluster, group: str, started: list[Member]) -> bool:
+def _stable(cluster: Cluster, group: str, started: list[Member]) -> bool:
     description = cluster.describe_group(group)
     if description is None or description.state != "Stable":
         return False
@@ -53,9 +54,7 @@ def _flowing(ledger: Ledger, more: int = 40) -> None:
     wait_until(lambda: ledger.count() >= target, timeout=30, what="records flowing")
 
 
-def _finish(
-    cluster: ReferenceCluster, group: str, ledger: Ledger, feeder: Feeder, started: list[Member]
-) -> None:
+def _finish(cluster: Cluster, group: str, ledger: Ledger, feeder: Feeder, started: list[Member]) -> None:
     produced = feeder.stop()
     wait_until(lambda: ledger.has_all(produced), timeout=60, what="every record")
     for member in started:
@@ -75,9 +74,9 @@ def _finish(
 
 
 def test_the_coordinators_broker_stops_and_members_stay_in_the_group(
-    members: MemberFactory, feeders: FeederFactory
+    members: MemberFactory, feeders: FeederFactory, backend: str
 ) -> None:
-    with three_brokers() as cluster:
+    with three_brokers(backend) as cluster:
         group = "coordinator-down"
         ledger, started = _start(cluster, group, 3, members)
         feeder = feeders(cluster, TOPIC)
@@ -98,8 +97,9 @@ def test_the_coordinators_broker_stops_and_members_stay_in_the_group(
         _finish(cluster, group, ledger, feeder, started)
 
 
-def test_leaders_move_during_fetch(members: MemberFactory, feeders: FeederFactory) -> None:
-    with three_brokers() as cluster:
+@pytest.mark.reference_only("moves partition leaders with the reference cluster's move_leader")
+def test_leaders_move_during_fetch(members: MemberFactory, feeders: FeederFactory, backend: str) -> None:
+    with three_brokers(backend) as cluster:
         group = "leaders-move"
         ledger, started = _start(cluster, group, 2, members)
         feeder = feeders(cluster, TOPIC)
@@ -113,9 +113,9 @@ def test_leaders_move_during_fetch(members: MemberFactory, feeders: FeederFactor
 
 
 def test_a_rolling_restart_of_every_broker_while_four_members_consume(
-    members: MemberFactory, feeders: FeederFactory
+    members: MemberFactory, feeders: FeederFactory, backend: str
 ) -> None:
-    with three_brokers() as cluster:
+    with three_brokers(backend) as cluster:
         group = "rolling"
         ledger, started = _start(cluster, group, 4, members)
         feeder = feeders(cluster, TOPIC)
@@ -130,13 +130,14 @@ def test_a_rolling_restart_of_every_broker_while_four_members_consume(
         _finish(cluster, group, ledger, feeder, started)
 
 
+@pytest.mark.reference_only("injects errors into the reference broker")
 def test_a_coordinator_unreachable_past_the_session_timeout_makes_members_rejoin(
-    members: MemberFactory, feeders: FeederFactory
+    members: MemberFactory, feeders: FeederFactory, backend: str
 ) -> None:
     """The coordinator's broker stops and its successor answers COORDINATOR_NOT_AVAILABLE for longer
     than the session timeout: the new coordinator expires the members; when it answers again they
     are fenced, lose their partitions and rejoin (new member epochs), and nothing is lost."""
-    with three_brokers() as cluster:
+    with three_brokers(backend) as cluster:
         group = "coordinator-gone"
         # Both members become zombies: they read on until the coordinator can tell them.
         ledger, started = _start(cluster, group, 2, members, zombies=True)
