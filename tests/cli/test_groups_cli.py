@@ -1,6 +1,7 @@
-"""``kconsumer groups`` run as a subprocess, against the reference cluster (consumer and classic
-groups, a SASL_SSL listener) and librdkafka's mock cluster (which lacks the describe, list and
-OffsetDelete APIs: offsets and resets still work there, the rest fails naming the API)."""
+"""``kconsumer groups`` run as a subprocess, against the reference cluster and Apache Kafka
+(consumer and classic groups, a SASL_SSL listener) and librdkafka's mock cluster (which lacks the
+describe, list and OffsetDelete APIs: offsets and resets still work there, the rest fails naming
+the API)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from backends import Cluster, open_cluster
 
 from kconsumer import Consumer
-from kconsumer.testing import ReferenceCluster
 
 TOPIC = "orders"
 
@@ -62,16 +63,14 @@ def consume(consumer: Any, count: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[ReferenceCluster]:
-    with ReferenceCluster(
-        heartbeat_interval_ms=100, session_timeout_ms=3000, assignment_interval_ms=0
-    ) as started:
+def cluster(backend: str) -> Iterator[Cluster]:
+    with open_cluster(backend, session_timeout_ms=3000) as started:
         started.create_topic(TOPIC, 3)
         started.produce(TOPIC, [f"v{i}" for i in range(30)])  # 10 per partition
         yield started
 
 
-def kconsumer_member(cluster: ReferenceCluster, group: str, client_id: str) -> Consumer:
+def kconsumer_member(cluster: Cluster, group: str, client_id: str) -> Consumer:
     consumer = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
@@ -85,7 +84,7 @@ def kconsumer_member(cluster: ReferenceCluster, group: str, client_id: str) -> C
     return consumer
 
 
-def test_describe_shows_members_epochs_and_lag_of_a_consumer_group(cluster: ReferenceCluster) -> None:
+def test_describe_shows_members_epochs_and_lag_of_a_consumer_group(cluster: Cluster) -> None:
     first = kconsumer_member(cluster, "shop", "app-1")
     second = kconsumer_member(cluster, "shop", "app-2")
     try:
@@ -126,7 +125,7 @@ def test_describe_shows_members_epochs_and_lag_of_a_consumer_group(cluster: Refe
         second.close()
 
 
-def _stable(cluster: ReferenceCluster, group: str, members: int) -> bool:
+def _stable(cluster: Cluster, group: str, members: int) -> bool:
     described = cluster.describe_group(group)
     return (
         described is not None
@@ -136,7 +135,7 @@ def _stable(cluster: ReferenceCluster, group: str, members: int) -> bool:
     )
 
 
-def test_list_filters_by_type_and_state_and_describes_classic_groups(cluster: ReferenceCluster) -> None:
+def test_list_filters_by_type_and_state_and_describes_classic_groups(cluster: Cluster) -> None:
     classic = ck.Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
@@ -177,7 +176,7 @@ def test_list_filters_by_type_and_state_and_describes_classic_groups(cluster: Re
         modern.close()
 
 
-def test_reset_offsets_waits_for_an_empty_group_then_moves_every_mode(cluster: ReferenceCluster) -> None:
+def test_reset_offsets_waits_for_an_empty_group_then_moves_every_mode(cluster: Cluster) -> None:
     member = kconsumer_member(cluster, "resets", "app")
     try:
         assert consume(member, 30) == 30
@@ -223,12 +222,12 @@ def test_reset_offsets_waits_for_an_empty_group_then_moves_every_mode(cluster: R
     assert bad.returncode == 1 and "does not exist" in bad.stderr
 
 
-def _members(cluster: ReferenceCluster, group: str) -> int:
+def _members(cluster: Cluster, group: str) -> int:
     described = cluster.describe_group(group)
     return 0 if described is None else len(described.members)
 
 
-def test_delete_offsets_refuses_subscribed_topics_then_deletes(cluster: ReferenceCluster) -> None:
+def test_delete_offsets_refuses_subscribed_topics_then_deletes(cluster: Cluster) -> None:
     member = kconsumer_member(cluster, "cleanup", "app")
     try:
         assert consume(member, 30) == 30
@@ -251,7 +250,7 @@ def test_delete_offsets_refuses_subscribed_topics_then_deletes(cluster: Referenc
     assert set(cluster.committed("cleanup")) == {(TOPIC, 1), (TOPIC, 2)}
 
 
-def test_unknown_groups_and_unreachable_clusters_have_their_exit_status(cluster: ReferenceCluster) -> None:
+def test_unknown_groups_and_unreachable_clusters_have_their_exit_status(cluster: Cluster) -> None:
     missing = groups(cluster.bootstrap_servers, "describe", "nobody")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
     gone = groups("127.0.0.1:1", "list", "--timeout", "1")
@@ -260,13 +259,10 @@ def test_unknown_groups_and_unreachable_clusters_have_their_exit_status(cluster:
     assert wrong.returncode == 2 and "security.protocol" in wrong.stderr
 
 
-def test_a_sasl_ssl_cluster_is_reached_with_the_consumers_settings() -> None:
+def test_a_sasl_ssl_cluster_is_reached_with_the_consumers_settings(backend: str) -> None:
     users = {"alice": "alice-secret"}
-    with ReferenceCluster(
-        security_protocol="SASL_SSL",
-        sasl_mechanisms=("SCRAM-SHA-256",),
-        users=users,
-        assignment_interval_ms=0,
+    with open_cluster(
+        backend, security_protocol="SASL_SSL", sasl_mechanisms=("SCRAM-SHA-256",), users=users
     ) as secured:
         secured.create_topic(TOPIC, 1)
         secured.produce(TOPIC, ["x"])
