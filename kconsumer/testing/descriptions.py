@@ -18,7 +18,9 @@ class MemberDescription:
     instance_id: str | None
     #: The member's epoch (it reaches the group's assignment epoch once reconciled).
     member_epoch: int
-    #: Reconciliation state: ``stable``, ``unrevoked_partitions``, ``unreleased_partitions``, ``unknown``.
+    #: Reconciliation state: ``stable``, ``unrevoked_partitions``, ``unreleased_partitions``,
+    #: ``unknown`` (the reference cluster); Apache Kafka's describe only tells ``stable`` from
+    #: ``reconciling``.
     state: str
     #: Partitions the member may use now, by topic name.
     assignment: PartitionsByTopic

@@ -1,5 +1,6 @@
 """Fixtures for the PySpark source's tests: ONE shared local[2] Spark session for the whole run,
-a fresh reference cluster per test, and a driver-side sink that records every micro-batch."""
+a cluster per test on each backend (a fresh reference cluster, a reset Apache Kafka), and a
+driver-side sink that records every micro-batch."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
-from kconsumer.testing import ReferenceCluster
+from backends import Cluster, open_cluster
 
 
 def _java_available() -> bool:
@@ -55,11 +55,9 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture
-def cluster() -> Iterator[ReferenceCluster]:
-    """A reference cluster with the group timers shortened for tests."""
-    with ReferenceCluster(
-        heartbeat_interval_ms=100, session_timeout_ms=10_000, assignment_interval_ms=0
-    ) as running:
+def cluster(backend: str) -> Iterator[Cluster]:
+    """A cluster of `backend` with the group timers shortened for tests."""
+    with open_cluster(backend, session_timeout_ms=10_000) as running:
         yield running
 
 
@@ -101,7 +99,7 @@ class Sink:
 
 def start_query(
     spark: Any,
-    cluster: ReferenceCluster,
+    cluster: Cluster,
     sink: Sink,
     *,
     group: str,
@@ -143,7 +141,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = ""
         time.sleep(0.1)
 
 
-def produced(cluster: ReferenceCluster, topic: str) -> set[Record]:
+def produced(cluster: Cluster, topic: str) -> set[Record]:
     """Every record of `topic` in the cluster, as sink rows."""
     out = set()
     for partition in range(cluster.topics()[topic]):
@@ -153,6 +151,6 @@ def produced(cluster: ReferenceCluster, topic: str) -> set[Record]:
     return out
 
 
-def high_watermarks(cluster: ReferenceCluster, topic: str) -> dict[tuple[str, int], int]:
+def high_watermarks(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:
     """(topic, partition) -> high watermark."""
     return {(topic, p): hw for p, (_, hw) in enumerate(cluster.watermarks(topic))}

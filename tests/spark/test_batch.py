@@ -6,22 +6,22 @@ import time
 from typing import Any
 
 import pytest
+from backends import Cluster
 from confluent_kafka import TopicPartition
 
 from kconsumer import Consumer
-from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.spark
 
 
-def _read(spark: Any, cluster: ReferenceCluster, **options: str) -> list[tuple[str, int, int]]:
+def _read(spark: Any, cluster: Cluster, **options: str) -> list[tuple[str, int, int]]:
     reader = spark.read.format("kconsumer").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
     for key, value in options.items():
         reader = reader.option(key, value)
     return sorted((r.topic, r.partition, r.offset) for r in reader.load().collect())
 
 
-def test_explicit_offset_ranges(spark: Any, cluster: ReferenceCluster) -> None:
+def test_explicit_offset_ranges(spark: Any, cluster: Cluster) -> None:
     cluster.create_topic("t", partitions=2)
     cluster.produce("t", [f"v{i}" for i in range(20)])  # 10 per partition
     rows = _read(
@@ -36,7 +36,7 @@ def test_explicit_offset_ranges(spark: Any, cluster: ReferenceCluster) -> None:
     assert len(_read(spark, cluster, subscribePattern="t|u")) == 20
 
 
-def test_a_groups_backlog_from_committed_to_latest(spark: Any, cluster: ReferenceCluster) -> None:
+def test_a_groups_backlog_from_committed_to_latest(spark: Any, cluster: Cluster) -> None:
     cluster.create_topic("t", partitions=2)
     cluster.produce("t", [f"v{i}" for i in range(20)])
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "backfill"})

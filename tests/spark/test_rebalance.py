@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import Cluster
 
 from kconsumer import Consumer
-from kconsumer.testing import ReferenceCluster
 
 from .conftest import Record, Sink, high_watermarks, produced, start_query, wait_for
 
@@ -24,7 +24,7 @@ GROUP = "shared-group"
 class Producer(threading.Thread):
     """Appends a few records every 50 ms until stopped."""
 
-    def __init__(self, cluster: ReferenceCluster) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         super().__init__(daemon=True)
         self._cluster = cluster
         self._stop_event = threading.Event()
@@ -45,7 +45,7 @@ class PlainMember(threading.Thread):
     """A plain kconsumer in the group (auto-commit: what poll returned is recorded before the
     next poll commits it)."""
 
-    def __init__(self, cluster: ReferenceCluster) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         super().__init__(daemon=True)
         self._consumer = Consumer(
             {
@@ -71,12 +71,12 @@ class PlainMember(threading.Thread):
         self.join(30)
 
 
-def _owned(cluster: ReferenceCluster) -> dict[str, set[tuple[str, int]]]:
+def _owned(cluster: Cluster) -> dict[str, set[tuple[str, int]]]:
     group = cluster.describe_group(GROUP)
     return {} if group is None else {m.member_id: m.owned for m in group.members.values()}
 
 
-def _split(cluster: ReferenceCluster, members: int) -> bool:
+def _split(cluster: Cluster, members: int) -> bool:
     """`members` members, each owning something, all 6 partitions owned, nothing in flight."""
     group = cluster.describe_group(GROUP)
     if group is None or len(group.members) != members:
@@ -87,7 +87,7 @@ def _split(cluster: ReferenceCluster, members: int) -> bool:
 
 
 def test_queries_and_a_plain_consumer_share_partitions_without_loss(
-    spark: Any, cluster: ReferenceCluster, tmp_path: Path
+    spark: Any, cluster: Cluster, tmp_path: Path
 ) -> None:
     cluster.create_topic(TOPIC, partitions=6)
     producer = Producer(cluster)

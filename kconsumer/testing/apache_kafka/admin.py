@@ -418,7 +418,9 @@ class KafkaAdmin:
                     member_id=m.member_id,
                     instance_id=m.instance_id,
                     member_epoch=m.member_epoch,
-                    state="unknown",
+                    state=_member_state(
+                        m.member_epoch, group.assignment_epoch, m.assignment, m.target_assignment
+                    ),
                     assignment=_by_name(m.assignment),
                     pending_revocation={},
                     target=_by_name(m.target_assignment),
@@ -518,6 +520,17 @@ class KafkaAdmin:
             return dict(sorted(out.items()))
 
         return self.on_coordinator(group_id, fetch)
+
+
+def _member_state(
+    epoch: int, assignment_epoch: int, assigned: DescribedAssignment, target: DescribedAssignment
+) -> str:
+    """What Kafka's describe lets one tell of a member's reconciliation: ``stable`` once it is at
+    the assignment epoch and holds exactly its target, ``reconciling`` before that (Kafka does not
+    show whether it still has partitions to revoke or waits for partitions to be released)."""
+    if epoch == assignment_epoch and _by_name(assigned) == _by_name(target):
+        return "stable"
+    return "reconciling"
 
 
 def _by_name(assignment: DescribedAssignment) -> dict[str, tuple[int, ...]]:

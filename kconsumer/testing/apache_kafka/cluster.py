@@ -322,8 +322,8 @@ class ApacheKafka:
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
         """The consumer group as Kafka's ConsumerGroupDescribe shows it, or None. Kafka does not
-        show partitions pending revocation or a member's reconciliation state: a member's
-        `pending_revocation` is empty and its `state` ``unknown``."""
+        show partitions pending revocation: a member's `pending_revocation` is empty and its `state`
+        ``stable`` (at the assignment epoch, holding its target) or ``reconciling``."""
         return self._admin.describe_group(group_id)
 
     def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
