@@ -26,6 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "reference_only(reason): runs on the reference cluster only (it needs its fault injection or "
         "inner state); the reason says what",
     )
+    config.addinivalue_line(
+        "markers", "kafka_only(reason): runs on Apache Kafka only (what it proves is about Kafka itself)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -36,6 +39,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     backends = selected(metafunc.config)
     if metafunc.definition.get_closest_marker("reference_only") is not None:
         backends = tuple(b for b in backends if b == REFERENCE) or (REFERENCE,)
+    if metafunc.definition.get_closest_marker("kafka_only") is not None:
+        backends = tuple(b for b in backends if b == KAFKA)  # none: reported as not run
     marks = {KAFKA: [pytest.mark.kafka]}
     metafunc.parametrize(
         "backend",
