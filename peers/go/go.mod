@@ -1,4 +1,4 @@
-module kconsumer/tests/peers/go
+module kconsumer/peers/go
 
 go 1.26.0
 

@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
 
 from backends import Cluster, in_ci, open_cluster
 from consumer_harness import feeders, members
-from peer_build import PeerUnavailable, go_peer, java_peer
+
+from peers.build import PeerUnavailable, go_peer, java_peer
 
 __all__ = ["feeders", "members"]
 

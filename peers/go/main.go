@@ -1,6 +1,6 @@
 // Command peer is franz-go (github.com/twmb/franz-go) as a test peer of kconsumer: a KIP-848
 // consumer group member driven over standard input and output, with the same line protocol as
-// the Java peer (tests/peers/java/KafkaPeer.java):
+// the Java peer (peers/java/KafkaPeer.java):
 //
 //	peer consume --bootstrap HOST:PORT --group G (--topics a,b | --pattern REGEX) [--name N]
 //	             [--instance-id I] [--commit-every-ms 200] [--protocol consumer|classic]
