@@ -57,7 +57,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="output folder (default benchmarks/out/<timestamp>)")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
     t = parser.add_argument_group("throughput")
-    t.add_argument("--brokers", type=_names, default=None, help="reference,mock")
+    t.add_argument(
+        "--brokers", type=_names, default=None, help="reference,mock,kafka (default reference,mock)"
+    )
     t.add_argument("--sizes", type=_ints, default=None, help="value sizes in bytes (100,1024)")
     t.add_argument("--partitions", type=_ints, default=None, help="partition counts (1,8,32,128,256)")
     t.add_argument("--repetitions", type=int, default=None, help="timed repetitions per client (median)")
@@ -85,7 +87,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="client names: kconsumer, 'confluent KIP-848', 'confluent cooperative-sticky', "
         "'confluent eager range'",
     )
-    r.add_argument("--coordinators", type=_names, default=None, help="reference,mock")
+    r.add_argument(
+        "--coordinators", type=_names, default=None, help="reference,mock,kafka (default reference,mock)"
+    )
     r.add_argument("--members", type=_ints, default=None, help="group sizes (1,4,16)")
     r.add_argument("--rebalance-partitions", type=_ints, default=None, help="partitions (16,64,256)")
     r.add_argument(
@@ -224,9 +228,10 @@ def _throughput(args: argparse.Namespace, data: dict[str, Any]) -> None:
 def _rebalance(args: argparse.Namespace, data: dict[str, Any]) -> None:
     from . import rebalance
 
+    everything = rebalance.COMBOS if args.clients or args.coordinators else rebalance.DEFAULT_COMBOS
     combos = [
         c
-        for c in rebalance.COMBOS
+        for c in everything
         if (not args.clients or c[0] in args.clients) and (not args.coordinators or c[1] in args.coordinators)
     ]
     settings = rebalance.Settings(

@@ -6,7 +6,9 @@ CPU counter with the client being measured:
 
 * ``reference``: ``python -m kconsumer serve`` (the reference cluster as a standalone process);
 * ``mock``: librdkafka's mock cluster (`benchmarks.mock_broker`, the same code that
-  ``Producer({'test.mock.num.brokers': 1})`` starts, with exact partition counts).
+  ``Producer({'test.mock.num.brokers': 1})`` starts, with exact partition counts);
+* ``kafka``: Apache Kafka 4.4 (`kconsumer.testing.ApacheKafka`: one KRaft node in its own JVM;
+  the benchmark's process only holds its admin connection).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-BROKERS = ("reference", "mock")
+BROKERS = ("reference", "mock", "kafka")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class GroupTimers:
 def broker(kind: str, topics: Sequence[tuple[str, int]], timers: GroupTimers | None = None) -> Iterator[str]:
     """Start a broker process with `topics` (name, partitions); yields its bootstrap address."""
     timers = timers or GroupTimers()
+    if kind == "kafka":
+        with _apache_kafka(topics, timers) as bootstrap:
+            yield bootstrap
+        return
     if kind == "reference":
         command = [
             sys.executable,
@@ -90,6 +96,21 @@ def broker(kind: str, topics: Sequence[tuple[str, int]], timers: GroupTimers | N
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def _apache_kafka(topics: Sequence[tuple[str, int]], timers: GroupTimers) -> Iterator[str]:
+    from kconsumer.testing import ApacheKafka
+
+    with ApacheKafka(
+        heartbeat_interval_ms=timers.heartbeat_interval_ms,
+        session_timeout_ms=timers.session_timeout_ms,
+        assignment_interval_ms=timers.assignment_interval_ms,
+    ) as kafka:
+        log(f"Apache Kafka {kafka.version} ready in {kafka.startup_seconds:.1f} s")
+        for name, partitions in topics:
+            kafka.create_topic(name, partitions)
+        yield kafka.bootstrap_servers
 
 
 def payload(size: int) -> bytes:

@@ -27,10 +27,12 @@ period):
   partition moved).
 
 Clients: kconsumer and confluent-kafka with ``group.protocol=consumer`` (KIP-848) on the
-reference coordinator (``kconsumer serve``) and on librdkafka's mock cluster; confluent-kafka's
-classic protocol with ``cooperative-sticky`` and with eager ``range`` on the mock (the baseline the
-new protocol replaces). Every client keeps its defaults (auto-commit every 5 s) except the group
-timers, the same everywhere: see `TIMERS`.
+reference coordinator (``kconsumer serve``), on librdkafka's mock cluster and on Apache Kafka 4.4;
+the Apache Kafka Java client's KIP-848 consumer (`peers/java`, relayed by a member process) on
+Apache Kafka and the reference coordinator; confluent-kafka's classic protocol with
+``cooperative-sticky`` and with eager ``range`` on the mock (the baseline the new protocol
+replaces). Every client keeps its defaults (auto-commit every 5 s) except the group timers, the
+same everywhere: see `TIMERS`.
 """
 
 from __future__ import annotations
@@ -56,7 +58,14 @@ COMBOS = (
     ("confluent KIP-848", "mock", "confluent-consumer"),
     ("confluent cooperative-sticky", "mock", "confluent-cooperative"),
     ("confluent eager range", "mock", "confluent-range"),
+    ("kconsumer", "kafka", "kconsumer"),
+    ("confluent KIP-848", "kafka", "confluent-consumer"),
+    ("Java KIP-848", "kafka", "java-consumer"),
+    ("Java KIP-848", "reference", "java-consumer"),
 )
+#: What a run without ``--clients`` or ``--coordinators`` measures (Apache Kafka and the Java
+#: client are asked for by name: ``--coordinators kafka``).
+DEFAULT_COMBOS = tuple(c for c in COMBOS if c[1] != "kafka" and c[2] != "java-consumer")
 EVENTS = ("join", "leave", "crash", "rolling-dynamic", "rolling-static")
 #: Session timeout and heartbeat interval for every broker (KIP-848) and classic client alike.
 TIMERS = GroupTimers(session_timeout_ms=6_000, heartbeat_interval_ms=1_000, assignment_interval_ms=0)
@@ -117,6 +126,9 @@ def _member(
 
     if conn.recv() != ("start",):
         return
+    if kind == "java-consumer":
+        _java_member(send, conn, bootstrap, group, name, instance_id)
+        return
     factory = Consumer if kind == "kconsumer" else ck.Consumer
     consumer = factory(_client_config(kind, bootstrap, group, instance_id))
     consumer.subscribe(
@@ -134,6 +146,49 @@ def _member(
         if messages:
             now = time.monotonic()
             send(("records", now, name, [(m.partition(), m.offset()) for m in messages if m.error() is None]))
+
+
+def _java_member(
+    send: Any, conn: Connection, bootstrap: str, group: str, name: str, instance_id: str | None
+) -> None:
+    """The Java client's consumer (auto-commit on, as its defaults) in a process of its own,
+    its reports relayed to the parent with this process's clock."""
+    import json
+    import subprocess
+
+    from peers.build import java_peer
+
+    command = [*java_peer(), "consume", "--bootstrap", bootstrap, "--group", group, "--name", name]
+    command += ["--topics", TOPIC, "--commit-every-ms", "5000", "--prop", "enable.auto.commit=true"]
+    if instance_id is not None:
+        command += ["--instance-id", instance_id]
+    peer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    assert peer.stdin is not None and peer.stdout is not None
+    stdin = peer.stdin
+
+    def relay() -> None:
+        assert peer.stdout is not None
+        renamed = {"assigned": "assign", "revoked": "revoke", "lost": "lost"}
+        for line in peer.stdout:
+            report = json.loads(line)
+            event, now = report["event"], time.monotonic()
+            if event == "record":
+                send(("records", now, name, [(report["partition"], report["offset"])]))
+            elif event in renamed:
+                send((renamed[event], now, name, [p for _t, p in report["partitions"]]))
+                stdin.write("ack\n")
+                stdin.flush()
+            elif event == "ready":
+                send(("subscribed", now, name, []))
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    if conn.recv() == ("leave",):
+        stdin.write("close\n")
+        stdin.flush()
+        peer.wait(60)
+        reader.join(10)
+        send(("closed", time.monotonic(), name, []))
 
 
 def _producer(bootstrap: str, partitions: int, rate: float, stop: Any) -> None:

@@ -7,7 +7,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from backends import BACKENDS, KAFKA, REFERENCE, kafka_pool, selected
+from backends import BACKENDS, KAFKA, REFERENCE, in_ci, kafka_pool, selected
+
+from peers.build import PeerUnavailable, go_peer, java_peer
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,3 +65,24 @@ def _scope(metafunc: pytest.Metafunc) -> str:
 def _stop_kafka_clusters() -> Iterator[None]:
     yield
     kafka_pool().close()
+
+
+def _built(build: object) -> list[str]:
+    try:
+        return build()  # type: ignore[operator, no-any-return]
+    except PeerUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"a peer is required under CI but cannot be built: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def java() -> list[str]:
+    """The command running the Java peer (kafka-clients from Maven Central, compiled once)."""
+    return _built(java_peer)
+
+
+@pytest.fixture(scope="session")
+def franz_go() -> list[str]:
+    """The command running the franz-go peer (built once with the Go toolchain)."""
+    return _built(go_peer)

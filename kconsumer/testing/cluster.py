@@ -44,6 +44,7 @@ from ..protocol.messages.admin import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from ..protocol.messages.list_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from ..protocol.messages.produce import (
     ACKS_ALL,
     PartitionProduceData,
@@ -446,6 +447,21 @@ class ReferenceCluster(ClusterBrokers):
         return self._call(
             lambda broker: sorted(g for _p, shard in broker.coordinators.items() for g in shard.state.groups)
         )
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete an empty group and its offsets, as DeleteGroups does. Raises `KafkaApiError`
+        (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP)."""
+        request = DeleteGroupsRequest(groups_names=[group_id])
+
+        def delete(broker: Broker) -> DeleteGroupsResponse:
+            partition = broker.coordinators.partition_of(group_id)
+            result = broker.coordinators.handle(partition, request, 2, "in-process", "/in-process")
+            assert isinstance(result, DeleteGroupsResponse)
+            return result
+
+        code = self._call(delete).results[0].error_code
+        if code:
+            raise error_for(code, f"group {group_id!r}")
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by (topic name, partition)."""

@@ -8,8 +8,9 @@ import math
 import time
 from typing import Any
 
+from backends import open_cluster
 from confluent_kafka import Message, TopicPartition
-from consumer_harness import config, fast_cluster, poll_until, read, wait_until
+from consumer_harness import config, poll_until, read, wait_until
 
 from kconsumer import Consumer
 from kconsumer.client.member.state import MemberState
@@ -100,7 +101,7 @@ def test_fetch_metrics_come_from_librdkafkas_statistics() -> None:
     assert metrics.snapshot()["records-lag-max"] == 50
 
 
-def test_metrics_follow_a_group_that_rebalances() -> None:
+def test_metrics_follow_a_group_that_rebalances(backend: str) -> None:
     callbacks: dict[str, int] = {"assign": 0, "revoke": 0}
 
     def on_assign(_consumer: Any, _partitions: list[TopicPartition]) -> None:
@@ -110,7 +111,7 @@ def test_metrics_follow_a_group_that_rebalances() -> None:
     def on_revoke(_consumer: Any, _partitions: list[TopicPartition]) -> None:
         callbacks["revoke"] += 1
 
-    with fast_cluster() as cluster:
+    with open_cluster(backend) as cluster:
         cluster.create_topic("orders", 4)
         cluster.produce("orders", [f"v{i}" for i in range(40)])
         settings = config(
@@ -171,8 +172,8 @@ def test_metrics_follow_a_group_that_rebalances() -> None:
             first.close()
 
 
-def test_lag_is_the_high_watermark_minus_the_application_position() -> None:
-    with fast_cluster() as cluster:
+def test_lag_is_the_high_watermark_minus_the_application_position(backend: str) -> None:
+    with open_cluster(backend) as cluster:
         cluster.create_topic("backlog", 1)
         cluster.produce("backlog", [f"v{i}" for i in range(50)])
         consumer = Consumer(config(cluster.bootstrap_servers, "lagging", statistics_interval_ms=100))
@@ -186,9 +187,9 @@ def test_lag_is_the_high_watermark_minus_the_application_position() -> None:
             consumer.close()
 
 
-def test_an_application_stats_cb_is_called_only_with_an_interval_as_in_confluent_kafka() -> None:
+def test_an_application_stats_cb_is_called_only_with_an_interval_as_in_confluent_kafka(backend: str) -> None:
     reports: list[str] = []
-    with fast_cluster() as cluster:
+    with open_cluster(backend) as cluster:
         cluster.create_topic("quiet", 1)
         cluster.produce("quiet", ["x"])
         consumer = Consumer({**config(cluster.bootstrap_servers, "quiet"), "stats_cb": reports.append})
@@ -212,11 +213,11 @@ def test_every_reported_metric_is_described() -> None:
 
 
 def test_membership_changes_log_one_structured_info_line_and_partitions_at_debug(
-    caplog: Any,
+    caplog: Any, backend: str
 ) -> None:
     import logging
 
-    with fast_cluster() as cluster:
+    with open_cluster(backend) as cluster:
         cluster.create_topic("logged", 2)
         consumer = Consumer(config(cluster.bootstrap_servers, "logged-group"))
         with caplog.at_level(logging.DEBUG, logger="kconsumer"):

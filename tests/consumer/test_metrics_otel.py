@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from backends import open_cluster
 from confluent_kafka import Message
-from consumer_harness import config, fast_cluster, poll_until, wait_until
+from consumer_harness import config, poll_until, wait_until
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -29,10 +30,10 @@ def collected(reader: InMemoryMetricReader) -> dict[str, tuple[Any, dict[str, An
     return found
 
 
-def test_the_exporter_reports_what_metrics_says() -> None:
+def test_the_exporter_reports_what_metrics_says(backend: str) -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
-    with fast_cluster() as cluster:
+    with open_cluster(backend) as cluster:
         cluster.create_topic("observed", 2)
         cluster.produce("observed", [f"v{i}" for i in range(20)])
         consumer = Consumer(

@@ -11,33 +11,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consumer"))
 
-from backends import Cluster, in_ci, open_cluster
+from backends import Cluster, open_cluster
 from consumer_harness import feeders, members
 
-from peers.build import PeerUnavailable, go_peer, java_peer
-
 __all__ = ["feeders", "members"]
-
-
-def _built(build: object) -> list[str]:
-    try:
-        return build()  # type: ignore[operator, no-any-return]
-    except PeerUnavailable as exc:
-        if in_ci():
-            pytest.fail(f"a peer is required under CI but cannot be built: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="session")
-def java() -> list[str]:
-    """The command running the Java peer (kafka-clients from Maven Central, compiled once)."""
-    return _built(java_peer)
-
-
-@pytest.fixture(scope="session")
-def franz_go() -> list[str]:
-    """The command running the franz-go peer (built once with the Go toolchain)."""
-    return _built(go_peer)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from kconsumer.protocol.messages.extensions import (
     ConsumerGroupPrepareAssignmentRequest,
 )
 from kconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from kconsumer.protocol.messages.list_groups import ListGroupsRequest
+from kconsumer.protocol.messages.list_groups import DeleteGroupsRequest, ListGroupsRequest
 from kconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -179,6 +179,7 @@ BUILDERS: dict[int, Builder] = {
             OffsetDeleteRequestTopic(name="t", partitions=[OffsetDeleteRequestPartition(partition_index=0)])
         ],
     ),
+    ApiKey.DELETE_GROUPS: lambda v, tid: DeleteGroupsRequest(groups_names=["nobody", "g"]),
 }
 
 CASES = [

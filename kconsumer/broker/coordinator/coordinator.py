@@ -29,7 +29,13 @@ from ...protocol.messages.extensions import (
     ConsumerGroupPrepareAssignmentRequest,
     ConsumerGroupPrepareAssignmentResponse,
 )
-from ...protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from ...protocol.messages.list_groups import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from ...protocol.messages.offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -40,7 +46,7 @@ from ...protocol.messages.offsets import (
 )
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from . import client_assignment, describe, heartbeat, offset_delete, offsets
+from . import client_assignment, describe, group_delete, heartbeat, offset_delete, offsets
 from .assignors import resolve_assignors
 from .classic import api as classic_api
 from .classic.replies import Deferred, PendingReplies
@@ -167,6 +173,16 @@ class GroupCoordinator:
         ctx = self._context(now_ms)
         return self._done(ctx, offset_delete.delete(ctx, request))
 
+    def delete_groups(
+        self, request: DeleteGroupsRequest, version: int, now_ms: int
+    ) -> Result[DeleteGroupsResponse]:
+        ctx = self._context(now_ms)
+        results = [
+            DeletableGroupResult(group_id=group_id, error_code=int(group_delete.delete(ctx, group_id)))
+            for group_id in request.groups_names
+        ]
+        return self._done(ctx, DeleteGroupsResponse(results=results))
+
     def describe(
         self, request: ConsumerGroupDescribeRequest, version: int, now_ms: int
     ) -> Result[ConsumerGroupDescribeResponse]:
@@ -235,6 +251,7 @@ class GroupCoordinator:
             ApiKey.OFFSET_COMMIT: self.offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_FETCH: self.offset_fetch,  # type: ignore[dict-item]
             ApiKey.OFFSET_DELETE: self.offset_delete,  # type: ignore[dict-item]
+            ApiKey.DELETE_GROUPS: self.delete_groups,  # type: ignore[dict-item]
             ApiKey.CONSUMER_GROUP_DESCRIBE: self.describe,  # type: ignore[dict-item]
             ApiKey.LIST_GROUPS: self.list_groups,  # type: ignore[dict-item]
             ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: self.prepare_assignment,  # type: ignore[dict-item]

@@ -9,6 +9,7 @@ ConsumerGroupHeartbeat     Read, else GROUP_AUTHORIZATION_     Describe on every
 OffsetCommit               Read (every partition fails)        Read, per topic (not written)
 OffsetFetch                Describe                            Describe, per topic
 OffsetDelete               Delete                              -- (Kafka checks Read per topic)
+DeleteGroups               Delete (each group)                 --
 FindCoordinator (group)    Describe                            --
 ConsumerGroupDescribe,     Describe                            --
 Prepare/InstallAssignment
@@ -35,6 +36,7 @@ from ...protocol.messages.extensions import (
     ConsumerGroupPrepareAssignmentRequest,
 )
 from ...protocol.messages.fetch import FetchResponse
+from ...protocol.messages.list_groups import DeleteGroupsRequest
 from ...protocol.messages.list_offsets import ListOffsetsResponse
 from ...protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest, MetadataResponse
 from ...protocol.messages.offsets import (
@@ -176,6 +178,7 @@ _GROUP_CHECKS: dict[type[Message], tuple[str, Callable[[Any], list[str]]]] = {
     OffsetCommitRequest: ("Read", lambda r: [r.group_id]),
     OffsetFetchRequest: ("Describe", _offset_fetch_groups),
     OffsetDeleteRequest: ("Delete", lambda r: [r.group_id]),
+    DeleteGroupsRequest: ("Delete", lambda r: list(r.groups_names)),
     FindCoordinatorRequest: ("Describe", _find_coordinator_groups),
     ConsumerGroupDescribeRequest: ("Describe", lambda r: list(r.group_ids)),
     ConsumerGroupPrepareAssignmentRequest: ("Read", lambda r: [r.group_id]),

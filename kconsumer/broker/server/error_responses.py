@@ -3,9 +3,9 @@
 Kafka builds these with each request's ``getErrorResponse``: Produce, ListOffsets and OffsetCommit
 fail every partition; Fetch sets its top-level code (v7+) and, before v13, every partition too;
 Metadata fails every requested topic (and sets the v13 top-level code); the admin APIs fail every
-topic; FindCoordinator fails its key (v0-3) or every key (v4+); ConsumerGroupDescribe and
-DescribeGroups fail every group; OffsetFetch fails every group (v8+), the whole response (v2-7)
-or every partition (v1); the rest have a single top-level code. Used for injected faults, for
+topic; FindCoordinator fails its key (v0-3) or every key (v4+); ConsumerGroupDescribe,
+DescribeGroups and DeleteGroups fail every group; OffsetFetch fails every group (v8+), the whole
+response (v2-7) or every partition (v1); the rest have a single top-level code. Used for injected faults, for
 NOT_COORDINATOR after a coordinator failover and for UNKNOWN_SERVER_ERROR when a handler fails.
 """
 
@@ -19,6 +19,7 @@ from ...protocol.messages import (
     classic_group,
     consumer_group,
     fetch,
+    list_groups,
     list_offsets,
     metadata,
     offsets,
@@ -250,6 +251,13 @@ def _describe_groups(request: Message, version: int, code: int, message: str | N
     )
 
 
+def _delete_groups(request: Message, version: int, code: int, message: str | None) -> Message:
+    assert isinstance(request, list_groups.DeleteGroupsRequest)
+    return list_groups.DeleteGroupsResponse(
+        results=[list_groups.DeletableGroupResult(group_id=g, error_code=code) for g in request.groups_names]
+    )
+
+
 _BUILDERS: dict[int, _Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -264,4 +272,5 @@ _BUILDERS: dict[int, _Builder] = {
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _describe,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.DELETE_GROUPS: _delete_groups,
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...protocol.messages.classic_group import DescribeGroupsRequest
 from ...protocol.messages.consumer_group import ConsumerGroupDescribeRequest
-from ...protocol.messages.list_groups import ListGroupsRequest
+from ...protocol.messages.list_groups import DeleteGroupsRequest, DeleteGroupsResponse, ListGroupsRequest
 from ...protocol.messages.offsets import OffsetFetchRequest
 from ...protocol.schema import Message
 
@@ -24,6 +24,8 @@ def group_ids(request: Message) -> list[str] | None:
         return list(request.groups)
     if isinstance(request, OffsetFetchRequest) and request.groups:
         return [group.group_id for group in request.groups]
+    if isinstance(request, DeleteGroupsRequest):
+        return list(request.groups_names)
     group_id: str = vars(request)["group_id"]
     return [group_id]
 
@@ -37,6 +39,8 @@ def for_group(request: Message, group_id: str) -> Message:
         values["groups"] = [group_id]
     elif isinstance(request, OffsetFetchRequest) and request.groups:
         values["groups"] = [g for g in request.groups if g.group_id == group_id][:1]
+    elif isinstance(request, DeleteGroupsRequest):
+        values["groups_names"] = [group_id]
     else:
         return request
     return type(request)(**values)
@@ -45,13 +49,14 @@ def for_group(request: Message, group_id: str) -> Message:
 def merged(responses: list[Message]) -> Message:
     """One response carrying the groups of per-group (or per-shard) responses of the same API."""
     first = responses[0]
-    if len(responses) == 1 or not hasattr(first, "groups"):
+    listed = "results" if isinstance(first, DeleteGroupsResponse) else "groups"
+    if len(responses) == 1 or not hasattr(first, listed):
         return first
     groups: list[Any] = []
     for response in responses:
-        groups.extend(vars(response)["groups"])
+        groups.extend(vars(response)[listed])
     values: dict[str, Any] = dict(first.__dict__)
-    values["groups"] = groups
+    values[listed] = groups
     if "error_code" in values:
         codes = [getattr(r, "error_code", 0) for r in responses]
         values["error_code"] = next((code for code in codes if code), 0)

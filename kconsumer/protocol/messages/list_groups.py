@@ -1,4 +1,4 @@
-"""ListGroups (16); facts §3.6."""
+"""ListGroups (16) and DeleteGroups (42)."""
 
 from __future__ import annotations
 
@@ -22,3 +22,19 @@ class ListGroupsResponse(Message, api_key=16, valid="0-5", flexible="3+"):
     throttle_time_ms: int = field(INT32, "1+", ignorable=True)
     error_code: int = field(INT16, "0+")
     groups: list[ListedGroup] = field(Array(ListedGroup), "0+")
+
+
+class DeleteGroupsRequest(Message, api_key=42, valid="0-2", flexible="2+"):
+    """Deletes empty groups and their committed offsets."""
+
+    groups_names: list[str] = field(Array(STRING), "0+")
+
+
+class DeletableGroupResult(Struct):
+    group_id: str = field(STRING, "0+")
+    error_code: int = field(INT16, "0+")
+
+
+class DeleteGroupsResponse(Message, api_key=42, valid="0-2", flexible="2+"):
+    throttle_time_ms: int = field(INT32, "0+")
+    results: list[DeletableGroupResult] = field(Array(DeletableGroupResult), "0+")

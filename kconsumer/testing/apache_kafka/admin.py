@@ -34,7 +34,12 @@ from ...protocol.messages.consumer_group import (
     DescribedAssignment,
 )
 from ...protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
-from ...protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from ...protocol.messages.list_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from ...protocol.messages.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -484,6 +489,23 @@ class KafkaAdmin:
                 raise error_for(response.error_code, "ListGroups")
             found.update(g.group_id for g in response.groups)
         return sorted(found)
+
+    def delete_group(self, group_id: str, timeout: float = 120.0) -> None:
+        """Delete an empty group and its offsets; waits (up to `timeout`) while it still has
+        members (those that left or crashed are being removed). Nothing to delete is fine."""
+
+        def attempt() -> None:
+            def delete(node: int) -> int:
+                request = DeleteGroupsRequest(groups_names=[group_id])
+                return int(self.request(request, DeleteGroupsResponse, node).results[0].error_code)
+
+            code = self.on_coordinator(group_id, delete)
+            if code == ErrorCode.NON_EMPTY_GROUP:
+                raise Retry(f"group {group_id!r} still has members")
+            if code not in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND):
+                raise error_for(code, f"deleting group {group_id!r}")
+
+        self.retrying(f"the deletion of group {group_id!r}", attempt, timeout)
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by (topic name, partition)."""

@@ -33,7 +33,7 @@ from ...protocol.uuid import Uuid
 from ..descriptions import ClassicGroupDescription, GroupDescription
 from ..partitioner import Value, as_bytes, encode_values
 from ..secured import ClusterSecurity
-from .admin import KafkaAdmin, Retry
+from .admin import KafkaAdmin
 from .distribution import DEFAULT_VERSION, ApacheKafkaUnavailable, Distribution, locate
 from .node import KafkaNode, NodePorts, run_formats
 from .properties import (
@@ -344,25 +344,9 @@ class ApacheKafka:
         return self._admin.committed(group_id)
 
     def delete_group(self, group_id: str) -> None:
-        """Delete an empty group and its offsets (waiting, for up to a minute, while members
-        that left or crashed are still being removed)."""
-        from confluent_kafka.admin import AdminClient  # a peer's admin client: DeleteGroups
-
-        admin = AdminClient({**self.client_config(listener="PLAINTEXT"), "log_level": 0})
-
-        def attempt() -> None:
-            future = admin.delete_consumer_groups([group_id], request_timeout=15)[group_id]
-            try:
-                future.result()
-            except Exception as exc:
-                text = str(exc)
-                if "GROUP_ID_NOT_FOUND" in text:
-                    return
-                if "NON_EMPTY_GROUP" in text or "NOT_COORDINATOR" in text or "COORDINATOR" in text:
-                    raise Retry(text) from exc
-                raise
-
-        self._admin.retrying(f"the deletion of group {group_id!r}", attempt, timeout=120.0)
+        """Delete an empty group and its offsets (DeleteGroups), waiting up to two minutes while
+        members that left or crashed are still being removed."""
+        self._admin.delete_group(group_id)
 
     def reset(self) -> None:
         """Delete every group and every topic: a shared cluster made fresh for the next test."""

@@ -1,0 +1,239 @@
+"""Wire-level scenarios of the cluster-wide APIs (Metadata, FindCoordinator, ApiVersions,
+ListGroups) and of classic groups, the classic → consumer upgrade, and group deletion."""
+
+from __future__ import annotations
+
+from members import ScriptedMember, converge
+from scenario import scenario
+from script import Script
+
+from kconsumer.protocol.consumer_protocol import ConsumerSubscription, encode_consumer_protocol
+from kconsumer.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kconsumer.protocol.messages.classic_group import (
+    DescribeGroupsRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
+from kconsumer.protocol.messages.list_groups import ListGroupsRequest
+from kconsumer.protocol.messages.metadata import (
+    FindCoordinatorRequest,
+    MetadataRequest,
+    MetadataRequestTopic,
+)
+from kconsumer.protocol.uuid import ZERO_UUID, Uuid
+
+# -- Metadata ------------------------------------------------------------------------------------------
+
+
+def _metadata(
+    s: Script, label: str, topics: list[MetadataRequestTopic] | None, version: int = 12, **fields: object
+) -> None:
+    answer = s.send(MetadataRequest(topics=topics, **fields), version=version)
+    plain = s.plain(answer)
+    for broker in plain["brokers"]:
+        broker.pop("rack", None)
+    s.observe(label, plain)
+
+
+@scenario()
+def metadata_by_name(s: Script) -> None:
+    s.topic("orders", 2)
+    _metadata(s, "a known topic", [MetadataRequestTopic(name="orders")])
+    _metadata(
+        s,
+        "an unknown topic, auto-creation off",
+        [MetadataRequestTopic(name="nope")],
+        allow_auto_topic_creation=True,
+    )
+    _metadata(s, "an invalid name", [MetadataRequestTopic(name="bad name!")])
+    _metadata(s, "no topic (v1+)", [])
+    _metadata(s, "every topic", None)
+
+
+@scenario()
+def metadata_by_topic_id(s: Script) -> None:
+    orders = s.topic("orders", 2)
+    _metadata(s, "an id with a null name", [MetadataRequestTopic(topic_id=orders, name=None)])
+    _metadata(
+        s, "an id with an empty name (the Java client)", [MetadataRequestTopic(topic_id=orders, name="")]
+    )
+    _metadata(s, "an unknown id", [MetadataRequestTopic(topic_id=Uuid.from_int(42), name=None)])
+    _metadata(
+        s,
+        "an id and a name together",
+        [
+            MetadataRequestTopic(topic_id=orders, name=""),
+            MetadataRequestTopic(topic_id=ZERO_UUID, name="orders"),
+        ],
+    )
+
+
+# -- FindCoordinator, ApiVersions, ListGroups ----------------------------------------------------------
+
+
+@scenario()
+def find_coordinator_batched(s: Script) -> None:
+    answer = s.send(FindCoordinatorRequest(coordinator_keys=["g1", "g2", ""], key_type=0), version=4)
+    s.observe(
+        "three keys, one empty", sorted((c["key"], c["error_code"]) for c in s.plain(answer)["coordinators"])
+    )
+
+
+@scenario()
+def api_versions_ranges(s: Script) -> None:
+    answer = s.send(
+        ApiVersionsRequest(client_software_name="fidelity", client_software_version="1"), version=3
+    )
+    assert isinstance(answer, ApiVersionsResponse)
+    s.observe("error", answer.error_code)
+    s.observe("ranges", {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys})
+
+
+@scenario()
+def list_groups_with_filters(s: Script) -> None:
+    s.topic("t", 1)
+    a = ScriptedMember(s, "consumer-g", "A", topics=["t"])
+    a.join()
+    converge(s, "consumer-g", [a])
+    classic = _classic_member(s, "classic-g", "C")
+    classic.join_and_sync()
+
+    def listed(label: str, **filters: list[str]) -> None:
+        answer = s.send(ListGroupsRequest(**filters), version=5)
+        groups = sorted(
+            (g["group_id"], g["protocol_type"], g["group_state"], g["group_type"])
+            for g in s.plain(answer)["groups"]
+        )
+        s.observe(label, groups)
+
+    listed("every group")
+    listed("consumer groups", types_filter=["consumer"])
+    listed("classic groups", types_filter=["classic"])
+    listed("stable groups", states_filter=["Stable"])
+    listed("empty groups", states_filter=["Empty"])
+
+
+# -- classic groups ------------------------------------------------------------------------------------
+
+
+class ClassicMember:
+    """A scripted classic member (JoinGroup v9, SyncGroup v5, range over one topic)."""
+
+    def __init__(
+        self, s: Script, group: str, label: str, topics: list[str], instance_id: str | None = None
+    ) -> None:
+        self.s, self.group, self.label, self.topics, self.instance_id = s, group, label, topics, instance_id
+        self.member_id = ""
+        self.generation = -1
+
+    def join(self, label: str | None = None) -> JoinGroupResponse:
+        metadata = encode_consumer_protocol(ConsumerSubscription(topics=self.topics), 3)
+        request = JoinGroupRequest(
+            group_id=self.group,
+            session_timeout_ms=6000,
+            rebalance_timeout_ms=5000,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=metadata)],
+        )
+        answer = self.s.send(request, group=self.group)
+        assert isinstance(answer, JoinGroupResponse)
+        if label is not None:
+            plain = self.s.plain(answer)
+            self.s.observe(label, plain)
+        if answer.member_id and not self.member_id:
+            self.member_id = answer.member_id
+            self.s.name_member(answer.member_id, f"<{self.label}>")
+        self.generation = answer.generation_id
+        return answer
+
+    def join_and_sync(self, label: str | None = None) -> None:
+        answer = self.join(None if label is None else f"{label}: join")
+        if answer.error_code:  # MEMBER_ID_REQUIRED: join again with the id
+            answer = self.join(None if label is None else f"{label}: join with the id")
+        assignments = []
+        if answer.leader == answer.member_id:
+            assignments = [
+                SyncGroupRequestAssignment(member_id=m.member_id, assignment=b"") for m in answer.members
+            ]
+        sync = SyncGroupRequest(
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=assignments,
+        )
+        reply = self.s.send(sync, group=self.group)
+        if label is not None:
+            self.s.observe(f"{label}: sync", reply)
+
+    def heartbeat(self, label: str, generation: int | None = None) -> None:
+        request = HeartbeatRequest(
+            group_id=self.group,
+            generation_id=self.generation if generation is None else generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+        )
+        self.s.call(label, request, group=self.group)
+
+    def leave(self, label: str) -> None:
+        request = LeaveGroupRequest(
+            group_id=self.group,
+            members=[MemberIdentity(member_id=self.member_id, group_instance_id=self.instance_id)],
+        )
+        self.s.call(label, request, group=self.group)
+
+
+def _classic_member(s: Script, group: str, label: str, instance_id: str | None = None) -> ClassicMember:
+    return ClassicMember(s, group, label, ["t"], instance_id)
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_join_sync_heartbeat_leave(s: Script) -> None:
+    s.topic("t", 2)
+    member = _classic_member(s, "classic", "C")
+    member.join("join without a member id")
+    member.join_and_sync("join with the id")
+    member.heartbeat("heartbeat")
+    member.heartbeat("heartbeat of an old generation", generation=member.generation - 1)
+    s.call("describe", DescribeGroupsRequest(groups=["classic"]), group="classic")
+    member.leave("leave")
+    s.call("describe after the leave", DescribeGroupsRequest(groups=["classic"]), group="classic")
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_group_upgraded_by_a_consumer_member(s: Script) -> None:
+    """A consumer-protocol member joins a classic group that has a member: Kafka converts the
+    group (online migration); the classic member keeps working through its old APIs."""
+    s.topic("t", 2)
+    classic = _classic_member(s, "migrating", "C")
+    classic.join_and_sync()
+    newcomer = ScriptedMember(s, "migrating", "N", topics=["t"])
+    newcomer.join("a consumer member joins the classic group")
+    s.call("ConsumerGroupDescribe after the join", _describe_request("migrating"), group="migrating")
+    classic.heartbeat("the classic member's heartbeat")
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_member_joins_a_consumer_group(s: Script) -> None:
+    s.topic("t", 2)
+    a = ScriptedMember(s, "mixed", "A", topics=["t"])
+    a.join()
+    converge(s, "mixed", [a])
+    classic = _classic_member(s, "mixed", "C")
+    classic.join("a classic member joins a consumer group")
+
+
+def _describe_request(group: str) -> object:
+    from kconsumer.protocol.messages.consumer_group import ConsumerGroupDescribeRequest
+
+    return ConsumerGroupDescribeRequest(group_ids=[group])
