@@ -40,7 +40,8 @@ class ScriptedMember:
         self.s, self.group, self.label = s, group, label
         self.member_id = str(uuid.uuid4())
         s.name_member(self.member_id, f"<{label}>")
-        self.topics, self.regex, self.instance_id, self.assignor = topics, regex, instance_id, assignor
+        self.regex, self.instance_id, self.assignor = regex, instance_id, assignor
+        self.topics = topics
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.epoch = 0
         self.owned: dict[Uuid, list[int]] = {}
@@ -55,7 +56,7 @@ class ScriptedMember:
             "member_epoch": self.epoch if epoch is None else epoch,
             "instance_id": self.instance_id,
             "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "subscribed_topic_names": self.topics,
+            "subscribed_topic_names": None if self.topics is None else [self.s.t(t) for t in self.topics],
             "subscribed_topic_regex": self.regex,
             "server_assignor": self.assignor,
             "topic_partitions": [

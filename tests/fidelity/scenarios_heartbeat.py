@@ -35,7 +35,7 @@ def join_without_a_member_id(s: Script) -> None:
         member_id="",
         member_epoch=0,
         rebalance_timeout_ms=5000,
-        subscribed_topic_names=["t"],
+        subscribed_topic_names=[s.t("t")],
         topic_partitions=[],
     )
     s.call("v1 without a member id", request, group=G, version=1)
@@ -117,9 +117,9 @@ def subscription_fields_checked_at_join(s: Script) -> None:
     member = ScriptedMember(s, G, "A")
     member.beat("no subscription at all")
     member.beat("empty topic list", subscribed_topic_names=[])
-    member.beat("names and a regex", subscribed_topic_names=["t"], subscribed_topic_regex="t.*")
-    member.beat("no rebalance timeout", subscribed_topic_names=["t"], rebalance_timeout_ms=-1)
-    member.beat("owned partitions missing", subscribed_topic_names=["t"], topic_partitions=None)
+    member.beat("names and a regex", subscribed_topic_names=[s.t("t")], subscribed_topic_regex="t.*")
+    member.beat("no rebalance timeout", subscribed_topic_names=[s.t("t")], rebalance_timeout_ms=-1)
+    member.beat("owned partitions missing", subscribed_topic_names=[s.t("t")], topic_partitions=None)
 
 
 @scenario()
@@ -255,7 +255,7 @@ def _brief(s: Script) -> object:
     (group,) = describe(s, G).groups
     return {
         "state": group.group_state,
-        "members": sorted(s.plain(m.member_id) or "" for m in group.members),
+        "members": sorted(s.member(m.member_id) or "" for m in group.members),
     }
 
 

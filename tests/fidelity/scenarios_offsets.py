@@ -57,7 +57,7 @@ def commit(
         member_id=member.member_id if member else "",
         topics=[
             OffsetCommitRequestTopic(
-                name=t if version < 10 else "",
+                name=s.t(t) if version < 10 else "",
                 topic_id=ids.get(t) or s.topic_id(t) if version >= 10 else Uuid.from_int(0),
                 partitions=p,
             )
@@ -81,7 +81,7 @@ def fetch(
     if topics is not None:
         wanted = [
             OffsetFetchRequestTopics(
-                name=t if version < 10 else "",
+                name=s.t(t) if version < 10 else "",
                 topic_id=s.topic_id(t) if version >= 10 else Uuid.from_int(0),
                 partition_indexes=p,
             )
@@ -160,7 +160,7 @@ def offset_delete(s: Script) -> None:
             group_id=G,
             topics=[
                 OffsetDeleteRequestTopic(
-                    name=t, partitions=[OffsetDeleteRequestPartition(partition_index=p) for p in ps]
+                    name=s.t(t), partitions=[OffsetDeleteRequestPartition(partition_index=p) for p in ps]
                 )
                 for t, ps in topics.items()
             ],
@@ -181,11 +181,11 @@ def offset_delete(s: Script) -> None:
 def list_offsets(s: Script) -> None:
     s.topic("t", 2)
     now = int(time.time() * 1000)
-    s.cluster.produce("t", [b"a", b"b", b"c"], partition=0)
+    s.cluster.produce(s.t("t"), [b"a", b"b", b"c"], partition=0)
 
     def ask(label: str, timestamp: int, partitions: tuple[int, ...] = (0, 1), isolation: int = 0) -> None:
         topic = ListOffsetsTopic(
-            name="t",
+            name=s.t("t"),
             partitions=[ListOffsetsPartition(partition_index=p, timestamp=timestamp) for p in partitions],
         )
         answer = s.send(ListOffsetsRequest(isolation_level=isolation, topics=[topic]))

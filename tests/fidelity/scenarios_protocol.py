@@ -44,11 +44,11 @@ def _metadata(
 @scenario()
 def metadata_by_name(s: Script) -> None:
     s.topic("orders", 2)
-    _metadata(s, "a known topic", [MetadataRequestTopic(name="orders")])
+    _metadata(s, "a known topic", [MetadataRequestTopic(name=s.t("orders"))])
     _metadata(
         s,
         "an unknown topic, auto-creation off",
-        [MetadataRequestTopic(name="nope")],
+        [MetadataRequestTopic(name=s.t("nope"))],
         allow_auto_topic_creation=True,
     )
     _metadata(s, "an invalid name", [MetadataRequestTopic(name="bad name!")])
@@ -69,9 +69,13 @@ def metadata_by_topic_id(s: Script) -> None:
         "an id and a name together",
         [
             MetadataRequestTopic(topic_id=orders, name=""),
-            MetadataRequestTopic(topic_id=ZERO_UUID, name="orders"),
+            MetadataRequestTopic(topic_id=ZERO_UUID, name=s.t("orders")),
         ],
     )
+
+
+#: The APIs the reference cluster serves that Apache Kafka 4.4 serves too (not its extensions).
+KAFKA_4_4_APIS = (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 36, 37, 42, 47, 68, 69)
 
 
 # -- FindCoordinator, ApiVersions, ListGroups ----------------------------------------------------------
@@ -92,7 +96,11 @@ def api_versions_ranges(s: Script) -> None:
     )
     assert isinstance(answer, ApiVersionsResponse)
     s.observe("error", answer.error_code)
-    s.observe("ranges", {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys})
+    kafka_serves = set(KAFKA_4_4_APIS)
+    s.observe(
+        "ranges of the APIs both serve",
+        {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys if k.api_key in kafka_serves},
+    )
 
 
 @scenario()
@@ -133,7 +141,9 @@ class ClassicMember:
         self.generation = -1
 
     def join(self, label: str | None = None) -> JoinGroupResponse:
-        metadata = encode_consumer_protocol(ConsumerSubscription(topics=self.topics), 3)
+        metadata = encode_consumer_protocol(
+            ConsumerSubscription(topics=[self.s.t(t) for t in self.topics]), 3
+        )
         request = JoinGroupRequest(
             group_id=self.group,
             session_timeout_ms=6000,

@@ -6,6 +6,9 @@ Normalisation keeps what a client acts on and drops what legitimately differs be
 
 * member ids become ``<member 1>``, ``<member 2>``, ... in order of first appearance (a server
   generates them at random), topic ids ``<topic NAME>`` (unknown ones ``<unknown topic id>``);
+* topics get a name of their own per run (``orders.7``; `t` gives it), shown by their logical
+  name (``orders``): a shared Apache Kafka deletes the previous run's topics asynchronously, and a
+  group must never see another run's topic of the same name;
 * throttle times, hosts and ports are dropped; an error *message* is reduced to whether there is
   one (the codes are compared, the wording is each implementation's own);
 * lists of partitions are sorted.
@@ -13,6 +16,7 @@ Normalisation keeps what a client acts on and drops what legitimately differs be
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +24,11 @@ from typing import Any
 from backends import Cluster
 
 from kconsumer.errors import ErrorCode
+from kconsumer.protocol.messages.consumer_group import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from kconsumer.protocol.messages.list_groups import DeleteGroupsRequest
 from kconsumer.protocol.messages.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kconsumer.protocol.schema import Message, Struct
 from kconsumer.protocol.uuid import ZERO_UUID, Uuid
@@ -42,6 +51,9 @@ DROPPED = frozenset(
 )
 #: Answers that only say the coordinator is still being elected, loaded or moved: a client
 #: retries them, and so does the script (how often they occur is timing, not behaviour).
+_RUNS = itertools.count(1)
+#: Lists of these (partitions, members, topics) are compared whatever their order.
+SORT_KEYS = ("partition_index", "member_id", "topic_id", "name", "group_id")
 COORDINATOR_MOVING = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 )
@@ -62,6 +74,8 @@ class Script:
         self._topics: dict[Uuid, str] = {}
         #: What the scenario observed, in order: (label, normalised value).
         self.observed: list[tuple[str, Any]] = []
+        self._run = next(_RUNS)
+        self._logical: dict[str, str] = {}
 
     def close(self) -> None:
         self._bootstrap.close()
@@ -70,17 +84,57 @@ class Script:
 
     # -- setup -----------------------------------------------------------------------------------
 
+    def t(self, name: str) -> str:
+        """The real name of logical topic `name` in this run."""
+        real = f"{name}.{self._run}"
+        self._logical[real] = name
+        return real
+
     def topic(self, name: str, partitions: int = 1) -> Uuid:
-        """Create a topic; its id (normalised to ``<topic NAME>`` from now on)."""
-        topic_id = self.cluster.create_topic(name, partitions)
+        """Create logical topic `name` and wait until the group coordinator assigns it; its id
+        (normalised to ``<topic NAME>`` from now on)."""
+        topic_id = self.cluster.create_topic(self.t(name), partitions)
         self._topics[topic_id] = name
+        self._coordinator_sees(name, present=True)
         return topic_id
 
     def delete_topic(self, name: str) -> None:
-        self.cluster.delete_topic(name)
+        """Delete logical topic `name` and wait until the group coordinator no longer assigns it."""
+        self.cluster.delete_topic(self.t(name))
+        self._coordinator_sees(name, present=False)
+
+    def _coordinator_sees(self, name: str, present: bool) -> None:
+        """Apache Kafka's group coordinator learns of topic changes from the metadata log after
+        the broker does; the reference cluster's at once. A throwaway member subscribed to the
+        topic in a group of its own shows when the coordinator has caught up (then the group is
+        deleted), so what a scenario observes next never depends on that lag."""
+        group, member = f"probe.{name}.{self._run}", f"probe-{self._run}-{name}"
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member,
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_names=[self.t(name)],
+            topic_partitions=[],
+        )
+
+        def caught_up() -> bool:
+            answer = self.send(request, group=group)
+            assert isinstance(answer, ConsumerGroupHeartbeatResponse) and answer.error_code == 0, answer
+            request.member_epoch = answer.member_epoch
+            if answer.assignment is None:
+                return False
+            assigned = any(tp.partitions for tp in answer.assignment.topic_partitions)
+            return assigned == present
+
+        self.until(
+            f"the coordinator to see {name!r} {'created' if present else 'deleted'}", caught_up, every=0.05
+        )
+        self.send(request.replace(member_epoch=-1), group=group)
+        self.send(DeleteGroupsRequest(groups_names=[group]), group=group)
 
     def topic_id(self, name: str) -> Uuid:
-        topic_id = self.cluster.topic_id(name)
+        topic_id = self.cluster.topic_id(self.t(name))
         self._topics[topic_id] = name
         return topic_id
 
@@ -157,12 +211,17 @@ class Script:
                 return "<zero>"
             name = self._topics.get(value)
             return f"<topic {name}>" if name is not None else "<unknown topic id>"
-        if isinstance(value, str) and "member_id" in field:
+        if isinstance(value, str) and ("member_id" in field or field == "leader"):
             return self.member(value)
+        if isinstance(value, str) and value in self._logical:
+            return self._logical[value]
         if isinstance(value, list):
             items = [self.plain(v, field) for v in value]
             if field in ("partitions", "partition_indexes") and all(isinstance(i, int) for i in items):
                 return sorted(items)
+            for key in SORT_KEYS:  # an answer's order of partitions or members carries no meaning
+                if items and all(isinstance(i, dict) and key in i for i in items):
+                    return sorted(items, key=lambda item: str(item[key]))
             return items
         if isinstance(value, (bytes, bytearray)):
             return f"<{len(value)} bytes>"

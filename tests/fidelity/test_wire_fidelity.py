@@ -23,7 +23,8 @@ KAFKA_CONFIG = {"group.consumer.assignor.offload.enable": "false"}
 
 
 def _observe(backend: str, case: Scenario) -> Observations:
-    options = dict(case.options)
+    # Sessions outlive a scenario's slowest step (expiry is a scenario of its own).
+    options = {"session_timeout_ms": 10_000, **case.options}
     if backend == KAFKA:
         options["broker_config"] = KAFKA_CONFIG
     with open_cluster(backend, **options) as cluster:

@@ -21,6 +21,7 @@ from .context import Context
 from .model import ConsumerGroup, ConsumerGroupMember
 
 #: ConsumerGroupDescribe v1 MemberType of a consumer-protocol member.
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 
 
@@ -78,10 +79,11 @@ def _member(ctx: Context, group: ConsumerGroup, member: ConsumerGroupMember) -> 
         client_id=metadata.client_id,
         client_host=metadata.client_host,
         subscribed_topic_names=list(metadata.subscribed_topic_names),
-        subscribed_topic_regex=metadata.subscribed_topic_regex,
+        # As Kafka: a member without a regex is described with an empty one, not a null.
+        subscribed_topic_regex=metadata.subscribed_topic_regex or "",
         assignment=_assignment(ctx, held.items()),
         target_assignment=_assignment(ctx, group.target_of(member.member_id).partitions.items()),
-        member_type=MEMBER_TYPE_CONSUMER,
+        member_type=MEMBER_TYPE_CLASSIC if member.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
     )
 
 

@@ -12,6 +12,7 @@ from .records import (
     RegexTombstone,
     TargetMemberTombstone,
 )
+from .target import install_target
 
 
 def remove_member(
@@ -52,6 +53,8 @@ def fence_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
         return
     remove_member(ctx, group, member_id)
     bump_group_epoch(ctx, group)
+    if not group.members:  # as Kafka: the empty group's (empty) target is at the new epoch at once
+        install_target(ctx.writer, group, {}, group.group_epoch, ctx.now_ms)
 
 
 def bump_group_epoch(ctx: Context, group: ConsumerGroup) -> None:
