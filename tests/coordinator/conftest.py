@@ -91,7 +91,10 @@ class Driver:
         request = ConsumerGroupHeartbeatRequest(
             group_id=group, member_id=member_id, member_epoch=epoch, **fields
         )
-        return self.coordinator.heartbeat(request, version, self.now, "client", "/127.0.0.1").response
+        response = self.coordinator.heartbeat(request, version, self.now, "client", "/127.0.0.1").response
+        # Timers due now (a new regex's resolution) fire after the answer, as the server fires them.
+        self.coordinator.poll(self.now)
+        return response
 
     def advance(self, ms: int) -> None:
         self.now += ms

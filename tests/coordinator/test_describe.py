@@ -134,7 +134,8 @@ def test_describe_a_group(d: Any) -> None:
     assert (a.instance_id, a.rack_id, a.member_epoch) == ("iA", "r1", 2)
     assert (b.instance_id, b.rack_id, b.member_epoch) == (None, None, 3)
     assert (a.client_id, a.client_host) == ("client", "/127.0.0.1")
-    assert sorted(a.subscribed_topic_names) == ["bar", "foo"] and a.subscribed_topic_regex is None
+    assert sorted(a.subscribed_topic_names) == ["bar", "foo"]
+    assert a.subscribed_topic_regex == ""  # as Kafka: empty, not null
     assert (a.member_type, b.member_type) == (1, 1)
 
     def parts(assignment: Any) -> dict[str, list[int]]:

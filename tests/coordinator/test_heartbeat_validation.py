@@ -296,7 +296,9 @@ def test_join_with_an_empty_regex_is_a_member_with_nothing(d: Any) -> None:
 
 
 def test_join_with_only_a_regex(d: Any) -> None:
-    response = d.join("A", subscribed_topic_names=None, subscribed_topic_regex="fo.")
+    joined = d.join("A", subscribed_topic_names=None, subscribed_topic_regex="fo.")
+    assert joined.error_code == 0 and d.response_assignment(joined) == {}  # resolved after the answer
+    response = d.heartbeat("A", joined.member_epoch)
     assert d.response_assignment(response) == {"foo": [0, 1, 2]}
 
 

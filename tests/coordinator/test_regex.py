@@ -1,13 +1,12 @@
-"""Regex subscriptions (facts §5.9), resolved synchronously by kconsumer's coordinator.
-
-Kafka resolves a new regex on a background thread and bumps the group epoch when the result
-arrives (if it changed anything); kconsumer resolves it inside the heartbeat (or the metadata
-update) that needs it and bumps at once. Only the timing differs: the tests below assert the
-synchronous behaviour.
+"""Regex subscriptions (facts §5.9), resolved as Apache Kafka does: a regex the group has not
+resolved yet subscribes the member to nothing until its resolution, which runs after the heartbeat
+that brought it is answered (a timer due at once, as Kafka's background thread), writes the
+resolution and bumps the group epoch. The fidelity suite holds this to Kafka's epochs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kconsumer.assignment.interface import SubscriptionType
@@ -17,16 +16,23 @@ from kconsumer.protocol.messages.consumer_group import ConsumerGroupHeartbeatReq
 
 
 def raw(d: Any, member_id: str, epoch: int, **fields: Any) -> Any:
-    """A heartbeat that must succeed; returns the whole Result (records and response)."""
+    """A heartbeat that must succeed, then the timers it made due (a regex's resolution); the
+    heartbeat's Result with the records of both."""
     request = ConsumerGroupHeartbeatRequest(group_id="g", member_id=member_id, member_epoch=epoch, **fields)
     result = d.coordinator.heartbeat(request, 1, d.now, "client", "/127.0.0.1")
     assert result.response.error_code == 0, result.response.error_message
-    return result
+    return dataclasses.replace(result, records=[*result.records, *d.coordinator.poll(d.now)])
+
+
+def settled(d: Any, member_id: str, response: Any) -> Any:
+    """The next heartbeat's answer (after a regex's resolution, which follows the first one)."""
+    return d.heartbeat(member_id, response.member_epoch)
 
 
 def join_regex(d: Any, member_id: str, regex: str, **fields: Any) -> Any:
+    """Join with a regex and heartbeat once more: the answer after its resolution."""
     fields.setdefault("subscribed_topic_names", None)
-    return d.join(member_id, subscribed_topic_regex=regex, **fields)
+    return settled(d, member_id, d.join(member_id, subscribed_topic_regex=regex, **fields))
 
 
 def resolved(d: Any) -> dict[str, set[str]]:
@@ -67,8 +73,8 @@ def test_a_regex_that_matches_nothing(driver: Any) -> None:
     d = driver
     d.create_topic("foo", 2)
     response = join_regex(d, "A", "nothing-.*")
-    assert d.response_assignment(response) == {}
-    assert resolved(d) == {"nothing-.*": set()}
+    assert d.response_assignment(response) is None  # a new epoch, the same (empty) assignment
+    assert resolved(d) == {"nothing-.*": set()} and d.assigned("A") == {}
 
 
 def test_names_and_regex_together(driver: Any) -> None:
@@ -76,8 +82,24 @@ def test_names_and_regex_together(driver: Any) -> None:
     d.create_topic("foo", 1)
     d.create_topic("bar", 1)
     d.create_topic("baz", 1)
-    response = d.join("A", topics=["foo"], subscribed_topic_regex="ba[rz]")
+    first = d.join("A", topics=["foo"], subscribed_topic_regex="ba[rz]")
+    assert d.response_assignment(first) == {"foo": [0]}  # the regex is resolved after this answer
+    response = settled(d, "A", first)
+    assert response.member_epoch == first.member_epoch + 1
     assert d.response_assignment(response) == {"bar": [0], "baz": [0], "foo": [0]}
+
+
+def test_a_new_regex_is_resolved_after_the_answer_and_bumps_the_epoch(driver: Any) -> None:
+    """As Kafka 4.4 answers: the join of a regex-only member does not bump the new group's epoch
+    (1); its resolution does (2), when it matches a topic."""
+    d = driver
+    d.create_topic("foo", 2)
+    first = d.join("A", subscribed_topic_names=None, subscribed_topic_regex="fo+")
+    assert (first.member_epoch, d.response_assignment(first)) == (1, {})
+    assert d.coordinator.group("g").group_epoch == 2  # resolved right after the answer
+    assert d.response_assignment(settled(d, "A", first)) == {"foo": [0, 1]}
+    nothing = d.join("B", subscribed_topic_names=None, subscribed_topic_regex="nothing-.*")
+    assert nothing.member_epoch == 2 and d.coordinator.group("g").group_epoch == 2  # no bump at all
 
 
 def test_a_topic_created_later_is_picked_up(driver: Any) -> None:

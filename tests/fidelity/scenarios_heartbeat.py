@@ -126,7 +126,12 @@ def subscription_fields_checked_at_join(s: Script) -> None:
 def invalid_regex_and_unknown_assignor(s: Script) -> None:
     s.topic("t", 1)
     ScriptedMember(s, G, "A", regex="t[").beat("an invalid regular expression")
-    ScriptedMember(s, G, "B", regex="(?i)t").beat("a Java-only flag")
+    b = ScriptedMember(s, G, "B", regex="(?i)t")
+    b.beat("a Java-only flag")
+    for _ in range(5):  # its resolution (which matches nothing) comes and goes meanwhile
+        b.beat()
+        time.sleep(0.1)
+    s.observe("B after its regex's resolution", {"epochs": b.epochs, "owned": b.assignment()})
     ScriptedMember(s, G, "C", topics=["t"], assignor="nope").beat("an unknown server assignor")
     ScriptedMember(s, G, "D", topics=["t"], assignor="range").join("the range assignor")
 
@@ -178,6 +183,7 @@ def regex_picks_up_a_topic_created_later(s: Script) -> None:
     s.topic("payments", 1)
     m = ScriptedMember(s, G, "A", regex="orders-.*")
     m.join()
+    s.until("the regex's resolution", lambda: (m.beat() and m.owned) or None)
     converge(s, G, [m])
     observe_group(s, "the matching topic", G, [m])
     s.topic("orders-us", 2)
@@ -261,3 +267,35 @@ def _brief(s: Script) -> object:
 
 def settle(seconds: float) -> None:
     time.sleep(seconds)
+
+
+@scenario()
+def empty_strings_and_unknown_leaves(s: Script) -> None:
+    s.topic("t", 1)
+    ScriptedMember(s, G, "A", topics=["t"], instance_id="").beat("an empty instance id")
+    ScriptedMember(s, G, "B", topics=["t"]).beat("an empty rack id", rack_id="")
+    ScriptedMember(s, "", "C", topics=["t"]).beat("an empty group id")
+    a = ScriptedMember(s, G, "A2", topics=["t"])
+    a.join()
+    converge(s, G, [a])
+    ScriptedMember(s, G, "stranger", topics=["t"]).beat("an unknown member leaves", epoch=-1)
+    ScriptedMember(s, G, "ghost", topics=["t"], instance_id="nobody").beat(
+        "an unknown instance id leaves for now", epoch=-2
+    )
+    ScriptedMember(s, G, "nameless", topics=["t"]).beat("a static leave without an instance id", epoch=-2)
+
+
+@scenario(session_timeout_ms=2000)
+def a_member_that_stops_heartbeating_expires(s: Script) -> None:
+    s.topic("t", 2)
+    a, b = ScriptedMember(s, G, "A", topics=["t"]), ScriptedMember(s, G, "B", topics=["t"])
+    a.join()
+    b.join()
+    converge(s, G, [a, b])
+    deadline = time.monotonic() + 3.5  # only A heartbeats, past B's session timeout
+    while time.monotonic() < deadline:
+        a.beat()
+        time.sleep(0.1)
+    b.beat("B's heartbeat after its session expired")
+    converge(s, G, [a])
+    observe_group(s, "A alone", G, [a])

@@ -26,6 +26,7 @@ from kconsumer.protocol.messages.offsets import (
     OffsetDeleteRequestTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
 )
 from kconsumer.protocol.uuid import Uuid
@@ -203,3 +204,38 @@ def list_offsets(s: Script) -> None:
     ask("a timestamp before the records", now - 60_000)
     ask("a timestamp after the records", now + 60_000)
     ask("a partition the topic does not have", EARLIEST_TIMESTAMP, partitions=(9,))
+
+
+@scenario()
+def offsets_of_a_deleted_topic_are_gone(s: Script) -> None:
+    s.topic("doomed", 1)
+    s.topic("kept", 1)
+    commit(s, "commit both", {("doomed", 0): 4, ("kept", 0): 2})
+    s.delete_topic("doomed")
+    s.until("the deleted topic's offsets to go", lambda: len(_committed(s)) == 1)
+    fetch(s, "what is left", None)
+
+
+def _committed(s: Script) -> list[object]:
+    answer = s.send(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=G, topics=None)]), group=G)
+    return [t for t in s.plain(answer)["groups"][0]["topics"] if t["partitions"]]
+
+
+@scenario()
+def older_offset_fetch_versions(s: Script) -> None:
+    s.topic("t", 2)
+    commit(s, "commit", {("t", 0): 9}, version=9)
+    for version in (1, 2, 7, 8):
+        if version < 8:
+            request = OffsetFetchRequest(
+                group_id=G, topics=[OffsetFetchRequestTopic(name=s.t("t"), partition_indexes=[0, 1])]
+            )
+        else:
+            request = OffsetFetchRequest(
+                groups=[
+                    OffsetFetchRequestGroup(
+                        group_id=G, topics=[OffsetFetchRequestTopics(name=s.t("t"), partition_indexes=[0, 1])]
+                    )
+                ]
+            )
+        s.call(f"OffsetFetch v{version}", request, group=G, version=version)

@@ -8,6 +8,14 @@ from scenario import scenario
 from script import Script
 
 from kconsumer.protocol.consumer_protocol import ConsumerSubscription, encode_consumer_protocol
+from kconsumer.protocol.messages.admin import (
+    CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DeleteTopicState,
+)
 from kconsumer.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kconsumer.protocol.messages.classic_group import (
     DescribeGroupsRequest,
@@ -20,7 +28,7 @@ from kconsumer.protocol.messages.classic_group import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
 )
-from kconsumer.protocol.messages.list_groups import ListGroupsRequest
+from kconsumer.protocol.messages.list_groups import DeleteGroupsRequest, ListGroupsRequest
 from kconsumer.protocol.messages.metadata import (
     FindCoordinatorRequest,
     MetadataRequest,
@@ -228,9 +236,53 @@ def classic_group_upgraded_by_a_consumer_member(s: Script) -> None:
     classic = _classic_member(s, "migrating", "C")
     classic.join_and_sync()
     newcomer = ScriptedMember(s, "migrating", "N", topics=["t"])
-    newcomer.join("a consumer member joins the classic group")
-    s.call("ConsumerGroupDescribe after the join", _describe_request("migrating"), group="migrating")
+    joined = newcomer.join()
+    # Which of two equal members gets which partition is each assignor's tie-break (by member id,
+    # random here): the shares are compared, not the partitions.
+    s.observe(
+        "a consumer member joins the classic group",
+        (joined.error_code, joined.member_epoch, len(newcomer.owned.get(s.topic_id("t"), []))),
+    )
+    described = s.plain(s.send(_describe_request("migrating"), group="migrating"))["groups"][0]
+    s.observe(
+        "ConsumerGroupDescribe after the join",
+        {
+            "state": described["group_state"],
+            "epochs": (described["group_epoch"], described["assignment_epoch"]),
+            "members": sorted(
+                (m["member_type"], m["member_epoch"], _count(m["assignment"]), _count(m["target_assignment"]))
+                for m in described["members"]
+            ),
+        },
+    )
     classic.heartbeat("the classic member's heartbeat")
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def converted_group_downgraded_when_the_last_consumer_member_leaves(s: Script) -> None:
+    s.topic("t", 2)
+    classic = _classic_member(s, "migrating", "C")
+    classic.join_and_sync()
+    newcomer = ScriptedMember(s, "migrating", "N", topics=["t"])
+    newcomer.join()
+    newcomer.leave("the last consumer-protocol member leaves")
+    s.call("ConsumerGroupDescribe after the leave", _describe_request("migrating"), group="migrating")
+    classic.heartbeat("the classic member's heartbeat after the downgrade")
+    described = s.send(DescribeGroupsRequest(groups=["migrating"]), group="migrating")
+    s.observe("DescribeGroups after the downgrade", _classic_view(s, described))
+
+
+def _count(assignment: dict[str, list[dict[str, object]]]) -> int:
+    return sum(len(t["partitions"]) for t in assignment["topic_partitions"])  # type: ignore[arg-type]
+
+
+def _classic_view(s: Script, described: object) -> object:
+    """The classic group's protocol and members (its state and generation follow the rejoin's timing)."""
+    (group,) = s.plain(described)["groups"]
+    return {
+        "protocol_type": group["protocol_type"],
+        "members": sorted(m["member_id"] for m in group["members"]),
+    }
 
 
 @scenario(initial_rebalance_delay_ms=0)
@@ -247,3 +299,57 @@ def _describe_request(group: str) -> object:
     from kconsumer.protocol.messages.consumer_group import ConsumerGroupDescribeRequest
 
     return ConsumerGroupDescribeRequest(group_ids=[group])
+
+
+@scenario()
+def delete_groups(s: Script) -> None:
+    s.topic("t", 1)
+    a = ScriptedMember(s, "busy", "A", topics=["t"])
+    a.join()
+    converge(s, "busy", [a])
+    b = ScriptedMember(s, "left", "B", topics=["t"])
+    b.join()
+    converge(s, "left", [b])
+    b.leave()
+    for label, group in (
+        ("an unknown group", "nobody"),
+        ("a group with a member", "busy"),
+        ("an empty group", "left"),
+    ):
+        s.call(label, DeleteGroupsRequest(groups_names=[group]), group=group)
+    s.call("the deleted group is gone", _describe_request("left"), group="left")
+
+
+@scenario()
+def find_coordinator_and_metadata_old_versions(s: Script) -> None:
+    s.topic("orders", 1)
+    answer = s.send(FindCoordinatorRequest(key="g1", key_type=0), version=3)
+    s.observe("FindCoordinator v3", (answer.error_code, answer.node_id))
+    _metadata(s, "Metadata v1, no topic", [], version=1)
+    _metadata(s, "Metadata v4 by name", [MetadataRequestTopic(name=s.t("orders"))], version=4)
+    _metadata(s, "Metadata v11 by name", [MetadataRequestTopic(name=s.t("orders"))], version=11)
+
+
+@scenario()
+def admin_topic_requests(s: Script) -> None:
+    s.topic("exists", 1)
+
+    def create(label: str, name: str, partitions: int) -> None:
+        topic = CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=-1, assignments=[], configs=[]
+        )
+        answer = s.send(CreateTopicsRequest(topics=[topic], timeout_ms=30_000))
+        s.observe(label, [(t["error_code"], t["error_message"]) for t in s.plain(answer)["topics"]])
+
+    create("an existing topic", s.t("exists"), 1)
+    create("zero partitions", s.t("zero"), 0)
+    create("an invalid name", "bad name!", 1)
+    answer = s.send(DeleteTopicsRequest(topics=[DeleteTopicState(name=s.t("absent"))], timeout_ms=30_000))
+    s.observe("deleting an unknown topic", [r["error_code"] for r in s.plain(answer)["responses"]])
+    grow = CreatePartitionsRequest(
+        topics=[CreatePartitionsTopic(name=s.t("exists"), count=1, assignments=None)],
+        timeout_ms=30_000,
+        validate_only=False,
+    )
+    answer = s.send(grow)
+    s.observe("growing to the same count", [r["error_code"] for r in s.plain(answer)["results"]])

@@ -61,6 +61,11 @@ def rebalance_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("rebalance", group_id, member_id)
 
 
+def regex_timer(group_id: str, regex: str) -> tuple[str, str, str]:
+    """The resolution of a regex the group uses but has not resolved yet (due at once)."""
+    return ("regex", group_id, regex)
+
+
 def consumer_join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A classic member of a consumer group told to rejoin must JoinGroup before it fires."""
     return ("consumer-join", group_id, member_id)

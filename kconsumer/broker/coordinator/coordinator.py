@@ -51,10 +51,11 @@ from .assignors import resolve_assignors
 from .classic import api as classic_api
 from .classic.replies import Deferred, PendingReplies
 from .config import CoordinatorConfig
-from .context import ClientAssignmentRun, Context, rebalance_timer, session_timer
+from .context import ClientAssignmentRun, Context, rebalance_timer, regex_timer, session_timer
 from .membership import bump_group_epoch, fence_member
 from .metadata import EMPTY_IMAGE, MetadataImage
 from .model import ConsumerGroup, MemberAssignmentState, ResolvedRegex
+from .progress import maybe_update_target
 from .record_log import RecordLog
 from .records import OffsetTombstone, Record, RegexRecord
 from .state import CoordinatorState, RecordWriter
@@ -315,7 +316,23 @@ class GroupCoordinator:
                     fence_member(ctx, group, key[2])
             elif kind == "client-assignment":
                 client_assignment.on_deadline(ctx, group)
+            elif kind == "regex":
+                self._resolve_regex(ctx, group, key[2])
         return self._done(ctx, None).records
+
+    def _resolve_regex(self, ctx: Context, group: ConsumerGroup, regex: str) -> None:
+        """Resolve a regex a member subscribed with (if some member still uses it and nobody
+        resolved it meanwhile), as Kafka does when its background resolution completes: when it
+        matches a topic, bump the group epoch and compute the new target (a regex matching
+        nothing changes no epoch, as on Kafka 4.4)."""
+        if regex not in group.subscribed_regexes or regex in group.resolved_regexes:
+            return
+        topics = matching_topics(regex, ctx.image.topics_by_name)
+        resolved = ResolvedRegex(topics, ctx.image.version, ctx.now_ms)
+        ctx.writer.write(RegexRecord(group.group_id, regex, resolved))
+        if topics:
+            bump_group_epoch(ctx, group)
+            maybe_update_target(ctx, group)
 
     def _poll_classic(self, ctx: Context, key: tuple[Any, ...], payload: Any) -> None:
         group = self.state.classic_groups.get(key[1])
@@ -357,4 +374,7 @@ class GroupCoordinator:
                         now_ms + max(member.metadata.rebalance_timeout_ms, 0),
                         member.member_epoch,
                     )
+            for regex in group.subscribed_regexes:  # resolutions the old coordinator had not done
+                if regex not in group.resolved_regexes:
+                    coordinator.timers.schedule(regex_timer(group.group_id, regex), now_ms)
         return coordinator

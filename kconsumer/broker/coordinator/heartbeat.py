@@ -26,7 +26,7 @@ from ...protocol.messages.consumer_group import (
 from ...protocol.uuid import Uuid
 from .classic.migration import upgrade
 from .client_assignment import should_compute, to_topic_partitions
-from .context import Context, rebalance_timer, session_timer
+from .context import Context, rebalance_timer, regex_timer, session_timer
 from .membership import bump_group_epoch, drop_unused_regexes, fence_member
 from .model import (
     AssignedPartitions,
@@ -34,7 +34,6 @@ from .model import (
     ConsumerGroupMember,
     CurrentAssignment,
     MemberRegistration,
-    ResolvedRegex,
 )
 from .progress import maybe_update_target, reconcile_member, replace_static_member
 from .reconciliation import same_assigned_partitions
@@ -43,7 +42,6 @@ from .records import (
     CurrentAssignmentRecord,
     GroupEpochRecord,
     MemberMetadataRecord,
-    RegexRecord,
     SimpleGroupTombstone,
     TargetMetadataRecord,
 )
@@ -211,14 +209,22 @@ def _heartbeat(
         ctx.writer.write(MemberMetadataRecord(group.group_id, new_metadata))
     member = group.members[member_id]
 
-    subscription_changed = (
-        set(new_metadata.subscribed_topic_names) != set(old_metadata.subscribed_topic_names)
-        or new_metadata.subscribed_topic_regex != old_metadata.subscribed_topic_regex
-    )
+    names_changed = set(new_metadata.subscribed_topic_names) != set(old_metadata.subscribed_topic_names)
+    regex_changed = new_metadata.subscribed_topic_regex != old_metadata.subscribed_topic_regex
+    subscription_changed = names_changed or regex_changed
     if subscription_changed:
-        _resolve_new_regex(ctx, group, new_metadata.subscribed_topic_regex)
         drop_unused_regexes(ctx, group)
-    bump = subscription_changed or _assignor_metadata_changed(old_metadata, new_metadata)
+    # As Kafka: a regex the group has not resolved yet is resolved after this heartbeat is
+    # answered (Kafka does it on a background thread), and that resolution bumps the epoch; until
+    # then it subscribes the member to nothing, and changes no epoch by itself.
+    waits_for_resolution = regex_changed and _schedule_resolution(
+        ctx, group, new_metadata.subscribed_topic_regex
+    )
+    bump = (
+        names_changed
+        or (regex_changed and not waits_for_resolution)
+        or _assignor_metadata_changed(old_metadata, new_metadata)
+    )
     if bump or replaced is not None:
         new_hash = ctx.image.topics_hash(group.subscribed_topic_names())
         if bump or new_hash != group.metadata_hash:
@@ -378,15 +384,12 @@ def _assignor_metadata_changed(old: MemberRegistration, new: MemberRegistration)
     return False
 
 
-def _resolve_new_regex(ctx: Context, group: ConsumerGroup, regex: str | None) -> None:
-    """Resolve a regex the group has not resolved yet (synchronously; Kafka does it in the
-    background and bumps when the result arrives, so only the timing differs)."""
+def _schedule_resolution(ctx: Context, group: ConsumerGroup, regex: str | None) -> bool:
+    """Schedule the resolution of a regex the group has not resolved yet; whether it waits for one."""
     if not regex or regex in group.resolved_regexes:
-        return
-    from ...patterns import matching_topics
-
-    topics = matching_topics(regex, ctx.image.topics_by_name)
-    ctx.writer.write(RegexRecord(group.group_id, regex, ResolvedRegex(topics, ctx.image.version, ctx.now_ms)))
+        return False
+    ctx.timers.schedule(regex_timer(group.group_id, regex), ctx.now_ms)
+    return True
 
 
 def _response(
