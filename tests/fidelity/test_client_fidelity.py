@@ -128,6 +128,9 @@ def rolling_restart(run: Run) -> None:
     run.settle("four members", 8)
     for index, name in enumerate("abcd"):
         run.stop(name)
+        run.settle(
+            f"stop {index + 1}", 8
+        )  # the newcomer joins once the others took over (deterministic moves)
         run.start(f"{name}2", ["t"])
         run.settle(f"restart {index + 1}", 8)
 

@@ -59,3 +59,26 @@ def test_the_reference_cluster_answers_as_apache_kafka(
 
 def test_there_are_enough_scenarios() -> None:
     assert len(SCENARIOS) >= 40, len(SCENARIOS)
+
+
+def test_a_mutation_of_the_reference_coordinator_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's teeth: a reference coordinator that answers a stale-epoch commit with
+    FENCED_MEMBER_EPOCH (Kafka answers STALE_MEMBER_EPOCH) differs from Apache Kafka."""
+    from kconsumer.broker.coordinator import offsets
+    from kconsumer.errors import ErrorCode, KafkaApiError
+
+    (case,) = [c for c in SCENARIOS if c.name == "member_epoch_rules_of_commits"]
+    kafka = _observe(KAFKA, case)
+    original = offsets._validate_commit
+
+    def mutated(*args: object, **kwargs: object) -> None:
+        try:
+            original(*args, **kwargs)  # type: ignore[arg-type]
+        except KafkaApiError as exc:
+            if exc.code == ErrorCode.STALE_MEMBER_EPOCH:
+                raise KafkaApiError(ErrorCode.FENCED_MEMBER_EPOCH) from None
+            raise
+
+    monkeypatch.setattr(offsets, "_validate_commit", mutated)
+    problems, _used = differences(case.name, kafka, _observe(REFERENCE, case))
+    assert any("an older epoch (stale)" in p and "'error_code': 110" in p for p in problems), problems

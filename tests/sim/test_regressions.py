@@ -1,9 +1,10 @@
 """Seeds that caught real bugs in the cores: they must pass, and with the fix undone (a test-only
 monkeypatch, `reverted_fixes.py`) they must still report the bug, so each stays a regression test
 for as long as the simulation does not change under it (if it does, search new seeds with
-``reverted_fixes`` and update this list). They were last searched again when the simulation's
-member processes started running the real `MemberSession` (coordinator discovery, API versions
-and requests of their own), which changed every seed's course.
+``reverted_fixes`` and update this list). They were last searched again when the reference
+coordinator started resolving new regexes after the heartbeat that brings them, as Apache Kafka
+does (seeds of heartbeat_reports_only_owned, heartbeats_after_fenced_while_leaving,
+static_replacement_drops_regexes and classic_member_takes_recreated_topics changed course).
 
 The bugs were fixed in the commit "Member and coordinator fixes found by the deterministic
 simulation"; docs/simulation.md lists them.
@@ -23,9 +24,9 @@ from kconsumer.testing.sim import run_seed
 REGRESSIONS: dict[str, list[int]] = {
     # Heartbeats reported only the owned partitions: granted ones were handed to another member
     # while this one was still assigning them.
-    "heartbeat_reports_only_owned": [4, 13],
+    "heartbeat_reports_only_owned": [26, 30],
     # Fenced while preparing to leave, the member kept heartbeating (epoch 0, owned partitions).
-    "heartbeats_after_fenced_while_leaving": [28, 56],
+    "heartbeats_after_fenced_while_leaving": [56, 89],
     # A leave gave partitions up before an interrupted on_partitions_revoked returned.
     "leave_ignores_running_revoke_callback": [911, 1517],
     # Heartbeats while preparing to leave forgot partitions the application still had to be told
@@ -34,7 +35,7 @@ REGRESSIONS: dict[str, list[int]] = {
     # Auto-commits included partitions of a revoke step, committed after the revocation's ack.
     "auto_commit_includes_revoking": [14, 56],
     # A static member replacement dropped the group's regexes: the new member subscribed to nothing.
-    "static_replacement_drops_regexes": [80, 1245],
+    "static_replacement_drops_regexes": [13, 432],
     # A commit in flight when the member was fenced was retried, with its old offsets, after the
     # member had rejoined and got the partitions back (found by the 20,000-seed sweep).
 }
@@ -58,7 +59,7 @@ MIXED_REGRESSIONS: dict[str, list[int]] = {
     "cooperative_join_keeps_unsubscribed_partitions": [1460, 3059],
     # A classic member inside a consumer group took a SyncGroup's topic by name after the topic
     # had been deleted and created again: partitions of the new topic nobody had given it.
-    "classic_member_takes_recreated_topics": [1151],
+    "classic_member_takes_recreated_topics": [5017],
 }
 
 #: Fixes whose bug no seed of today's simulation reaches, each with the deterministic member test
