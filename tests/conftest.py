@@ -51,6 +51,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that need Apache Kafka without being parametrized by backend (the fidelity suite
+    compares both servers) are deselected when Kafka is not among the selected backends; every
+    Spark test runs on one xdist worker (one Spark session per run)."""
+    if KAFKA not in selected(config):
+        kept = [i for i in items if not (i.get_closest_marker("kafka") and "backend" not in i.fixturenames)]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+            items[:] = kept
+    for item in items:
+        if item.get_closest_marker("spark") is not None or "spark" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def _scope(metafunc: pytest.Metafunc) -> str:
     """The backend parameter lives as long as the widest fixture of the test that uses it."""
     fixtures = metafunc._arg2fixturedefs  # pytest's own table of the test's fixtures
