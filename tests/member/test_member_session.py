@@ -51,6 +51,7 @@ from kconsumer.protocol.messages.offsets import (
     OffsetFetchResponseTopics,
 )
 from kconsumer.protocol.uuid import ZERO_UUID
+from kconsumer.testing.cluster_answers import find_coordinator_answer
 from kconsumer.testing.scripted_session import BOOTSTRAP, COORDINATOR, LEADER, TOPICS, SessionDriver
 
 FOO_ID = TOPICS["foo"].topic_id
@@ -251,6 +252,33 @@ def test_calls_waiting_for_a_coordinator_lost_meanwhile_look_it_up_again() -> No
     for sent in d.held_of(ApiVersionsRequest):
         d.reply(sent, api_versions_response())
     assert [c.topics[0].partitions[0].committed_offset for c in d.requests(OffsetCommitRequest)][-1] == 3
+
+
+def test_a_late_answer_of_a_replaced_coordinator_does_not_forget_the_new_one() -> None:
+    """Issue seed 2105828: a heartbeat and a commit in flight to coordinator A; the heartbeat is
+    answered NOT_COORDINATOR and the member finds B, whose versions are being negotiated (the next
+    heartbeat waits for them); then the commit's NOT_COORDINATOR arrives from A. It used to wipe B
+    out: once B's versions arrived nothing sent the waiting heartbeat, and nothing looked the
+    coordinator up again (a leaving member stayed LEAVING for good)."""
+    d = driver()
+    joined(d)
+    d.held |= {OffsetCommitRequest, ApiVersionsRequest}
+    partition = TopicIdPartition(FOO_ID, "foo", 0)
+    d.send(CommitRequested(token=1, offsets=(PartitionOffset(partition, 1),), sync=False))
+    (late_commit,) = d.held_of(OffsetCommitRequest)
+    moved = Node("coord-b", 9095, 9)
+    d.answers[FindCoordinatorRequest] = lambda request, version: find_coordinator_answer(
+        request, version, moved
+    )
+    for beat in d.held_of(ConsumerGroupHeartbeatRequest):
+        d.reply(beat, ErrorCode.NOT_COORDINATOR)
+    d.advance(5_000)  # the next heartbeat waits for B's versions
+    (negotiation,) = d.held_of(ApiVersionsRequest)
+    d.reply(late_commit, ErrorCode.NOT_COORDINATOR)  # A's late answer
+    d.held -= {ApiVersionsRequest}
+    d.reply(negotiation, api_versions_response())
+    d.advance(5_000)
+    assert moved in d.sent_to(ConsumerGroupHeartbeatRequest), "the waiting heartbeat went to B"
 
 
 def test_offsets_named_by_topic_only_get_their_ids() -> None:

@@ -103,6 +103,22 @@ def lost_coordinator_strands_queued_calls(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(session_module._HANDLERS, RequestFailed, on_request_failed)
 
 
+def late_answer_forgets_the_new_coordinator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix (issue seed 2105828), any NOT_COORDINATOR answer forgot the coordinator,
+    even a late one from a coordinator already replaced, and a lookup asked for by the core
+    started none for the calls waiting: a leaving member could wait for good."""
+
+    def coordinator_answered(self: Any, node: Any, code: ErrorCode) -> None:
+        if code in session_module._COORDINATOR_MOVED:
+            self._forget_coordinator()
+
+    def find_coordinator(self: Any, effect: Any) -> None:
+        self._forget_coordinator()
+
+    monkeypatch.setattr(session_module.MemberSession, "_coordinator_answered", coordinator_answered)
+    monkeypatch.setitem(session_module._EXECUTE, session_module.FindCoordinator, find_coordinator)
+
+
 def offset_fetch_retries_deleted_topics(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before the fix, an offset fetch answered UNKNOWN_TOPIC_ID (its topic deleted meanwhile)
     was retried like any retriable error, for good: the reconciliation waiting for it, and every
@@ -162,6 +178,10 @@ def classic_member_takes_recreated_topics(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
+    "late_answer_forgets_the_new_coordinator": (
+        late_answer_forgets_the_new_coordinator,
+        frozenset({"liveness"}),
+    ),
     "heartbeat_reports_only_owned": (
         heartbeat_reports_only_owned,
         frozenset(

@@ -76,6 +76,13 @@ SCENARIOS: dict[str, tuple[str, str]] = {
         "test_member_session",
         "test_calls_waiting_for_a_coordinator_lost_meanwhile_look_it_up_again",
     ),
+    # Issue seed 2105828 (consumer; before the regex-resolution change moved every seed): a late
+    # NOT_COORDINATOR from a replaced coordinator wiped out the new one, and nothing looked it up
+    # again for the queued leave: the member stayed LEAVING.
+    "late_answer_forgets_the_new_coordinator": (
+        "test_member_session",
+        "test_a_late_answer_of_a_replaced_coordinator_does_not_forget_the_new_one",
+    ),
     "in_flight_commit_retried_after_loss": (
         "test_member_commits",
         "test_a_commit_in_flight_when_the_partitions_are_lost_is_not_retried_after_the_rejoin",

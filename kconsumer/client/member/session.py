@@ -260,6 +260,8 @@ class MemberSession:
     def _find_coordinator(self, effect: FindCoordinator) -> None:
         log.info("group %s: looking for the coordinator again (%s)", self.config.group_id, effect.reason)
         self._forget_coordinator()
+        if self._for_coordinator:  # calls waiting for it must not wait on a lookup nobody starts
+            self._look_up_coordinator()
 
     def _classic(self, effect: SendClassicRequest) -> None:
         self._classic_step(classic_routes.start(effect))
@@ -421,8 +423,9 @@ class MemberSession:
         if self._coordinator is None and self._for_coordinator:  # say, a leave queued meanwhile
             self._look_up_coordinator()
 
-    def _coordinator_answered(self, code: ErrorCode) -> None:
-        if code in _COORDINATOR_MOVED:
+    def _coordinator_answered(self, node: Node, code: ErrorCode) -> None:
+        """Forget a coordinator that says it moved, if `node` is ours (not a replaced one's late answer)."""
+        if code in _COORDINATOR_MOVED and node == self._coordinator:
             self._forget_coordinator()
 
     def _versions_answered(self, node: Node, call: Any, response: Message) -> None:
@@ -472,7 +475,7 @@ class MemberSession:
     def _heartbeat_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
         code = ErrorCode.of(response.error_code)
-        self._coordinator_answered(code)
+        self._coordinator_answered(node, code)
         if code is not ErrorCode.NONE:
             log.warning(
                 "group %s: heartbeat failed with %s: %s",
@@ -484,7 +487,7 @@ class MemberSession:
 
     def _classic_answered(self, node: Node, call: Any, response: Message) -> None:
         code = ErrorCode.of(getattr(response, "error_code", 0))
-        self._coordinator_answered(code)
+        self._coordinator_answered(node, code)
         if code not in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED):
             log.warning("group %s: %s failed with %s", self.config.group_id, call.api.value, code.name)
         self._classic_step(classic_routes.answered(call, response, self.cluster, self._strategies))
@@ -492,7 +495,7 @@ class MemberSession:
     def _commit_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetCommitResponse)
         code = commit_error(response)
-        self._coordinator_answered(code)
+        self._coordinator_answered(node, code)
         if call.core_id is not None:
             self._feed(ev.CommitResult(call.core_id, code))
         else:
@@ -501,18 +504,18 @@ class MemberSession:
     def _offsets_fetched(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetFetchResponse)
         code, offsets, gone = fetch_result(response, call.version, call.partitions)
-        self._coordinator_answered(code)
+        self._coordinator_answered(node, code)
         if call.core_id is not None:
             self._feed(ev.OffsetFetchResult(call.core_id, code, offsets, gone=gone))
         else:
             self._progress(self._queries.committed_result(call.token, code, offsets, self._now))
 
     def _prepared(self, node: Node, call: Any, response: Message) -> None:
-        self._coordinator_answered(ErrorCode.of(getattr(response, "error_code", 0)))
+        self._coordinator_answered(node, ErrorCode.of(getattr(response, "error_code", 0)))
         self._step(self._assignment.on_prepared(call.run_id, response, self.cluster.topic_names))
 
     def _installed(self, node: Node, call: Any, response: Message) -> None:
-        self._coordinator_answered(ErrorCode.of(getattr(response, "error_code", 0)))
+        self._coordinator_answered(node, ErrorCode.of(getattr(response, "error_code", 0)))
         self._step(self._assignment.on_installed(call.run_id, response))
 
     # -- failures -------------------------------------------------------------------------------
