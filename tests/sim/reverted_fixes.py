@@ -101,6 +101,13 @@ def lost_coordinator_strands_queued_calls(monkeypatch: pytest.MonkeyPatch) -> No
         self._failed(node, call, event.error, event.message)
 
     monkeypatch.setitem(session_module._HANDLERS, RequestFailed, on_request_failed)
+    # The lookup started for waiting calls when the core asks for one (the fix of the next bug)
+    # also covers this case: undo it too, as it was then.
+    monkeypatch.setitem(session_module._EXECUTE, session_module.FindCoordinator, _forget_only)
+
+
+def _forget_only(self: Any, effect: Any) -> None:
+    self._forget_coordinator()
 
 
 def late_answer_forgets_the_new_coordinator(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,11 +119,8 @@ def late_answer_forgets_the_new_coordinator(monkeypatch: pytest.MonkeyPatch) -> 
         if code in session_module._COORDINATOR_MOVED:
             self._forget_coordinator()
 
-    def find_coordinator(self: Any, effect: Any) -> None:
-        self._forget_coordinator()
-
     monkeypatch.setattr(session_module.MemberSession, "_coordinator_answered", coordinator_answered)
-    monkeypatch.setitem(session_module._EXECUTE, session_module.FindCoordinator, find_coordinator)
+    monkeypatch.setitem(session_module._EXECUTE, session_module.FindCoordinator, _forget_only)
 
 
 def offset_fetch_retries_deleted_topics(monkeypatch: pytest.MonkeyPatch) -> None:
