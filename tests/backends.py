@@ -33,8 +33,9 @@ BACKENDS = (REFERENCE, KAFKA)
 #: The group timers of the fast tests (Kafka's defaults: 5 s heartbeat, 45 s session, 1 s
 #: assignment interval; classic groups wait 3 s for members).
 FAST = {"heartbeat_interval_ms": 100, "session_timeout_ms": 1500, "assignment_interval_ms": 0}
-#: How many distinct Apache Kafka clusters may run at once (each a JVM of up to 1 GB).
-_MAX_RUNNING = 2
+#: How many distinct Apache Kafka clusters a test process keeps running (each node a JVM of up to
+#: 1 GB): one, so switching options costs a start (seconds) rather than a core's worth of idle JVMs.
+_MAX_RUNNING = 1
 
 Cluster = ReferenceCluster | ApacheKafka
 

@@ -67,13 +67,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _worker_group(item: pytest.Item) -> str | None:
-    """Which xdist worker group a test runs in: each Spark test on the Spark session's worker,
-    Apache Kafka tests on two workers (the fidelity suite on one, the rest on the other), so at
-    most a few broker JVMs run at once on a 2-core machine; everything else (None) anywhere."""
-    if item.get_closest_marker("spark") is not None or "spark" in item.fixturenames:
-        return "spark"
-    if item.get_closest_marker("kafka") is not None:
-        return "kafka-fidelity" if "fidelity" in item.nodeid else "kafka"
+    """Which xdist worker group a test runs in: Apache Kafka tests on two workers (the fidelity
+    suite on one; the rest, with every Spark test, on the other, whose Spark session serves them
+    all), so a 2-core machine runs a few JVMs at a time; everything else (None) anywhere."""
+    if "fidelity" in item.nodeid:
+        return "kafka-fidelity"
+    spark = item.get_closest_marker("spark") is not None or "spark" in item.fixturenames
+    if spark or item.get_closest_marker("kafka") is not None:
+        return "kafka"
     return None
 
 
