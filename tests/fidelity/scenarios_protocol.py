@@ -83,7 +83,7 @@ def metadata_by_topic_id(s: Script) -> None:
 
 
 #: The APIs the reference cluster serves that Apache Kafka 4.4 serves too (not its extensions).
-KAFKA_4_4_APIS = (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 36, 37, 42, 47, 68, 69)
+KAFKA_4_4_APIS = (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 36, 37, 42, 47, 68, 69)
 
 
 # -- FindCoordinator, ApiVersions, ListGroups ----------------------------------------------------------

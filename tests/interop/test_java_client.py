@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Callable
 
 import pytest
-from backends import REFERENCE, Cluster
+from backends import Cluster
 from consumer_harness import Feeder, Ledger, cluster_committed, wait_until
 from peer_member import PeerMember
 
@@ -45,15 +45,8 @@ def test_a_java_regex_subscription_gets_the_matching_topics(
     ledger.check(produced)
 
 
-def test_the_java_producer_with_its_defaults_produces(
-    cluster: Cluster, backend: str, java: list[str], request: pytest.FixtureRequest
-) -> None:
-    if backend == REFERENCE:
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="the reference cluster has no InitProducerId yet (the transactions issue)", strict=True
-            )
-        )
+def test_the_java_producer_with_its_defaults_produces(cluster: Cluster, java: list[str]) -> None:
+    """Its defaults make it idempotent: InitProducerId, then sequence-numbered batches."""
     cluster.create_topic("java-produced", 3)
     result = subprocess.run(
         [

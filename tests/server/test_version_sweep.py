@@ -48,6 +48,7 @@ from kconsumer.protocol.messages.offsets import (
     OffsetFetchRequestTopics,
 )
 from kconsumer.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from kconsumer.protocol.messages.producer_ids import InitProducerIdRequest
 from kconsumer.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kconsumer.protocol.schema import Message
 from kconsumer.protocol.uuid import Uuid
@@ -180,6 +181,7 @@ BUILDERS: dict[int, Builder] = {
         ],
     ),
     ApiKey.DELETE_GROUPS: lambda v, tid: DeleteGroupsRequest(groups_names=["nobody", "g"]),
+    ApiKey.INIT_PRODUCER_ID: lambda v, tid: InitProducerIdRequest(transaction_timeout_ms=60000),
 }
 
 CASES = [

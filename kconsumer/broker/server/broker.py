@@ -29,6 +29,7 @@ from ...protocol.messages.list_groups import ListGroupsResponse
 from ...protocol.messages.list_offsets import ListOffsetsRequest
 from ...protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest
 from ...protocol.messages.produce import ACKS_NONE, ProduceRequest
+from ...protocol.messages.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from ..coordinator import MetadataImage
@@ -51,6 +52,7 @@ from .metadata import (
 )
 from .nodes import ANY_NODE, ClusterNodes
 from .produce import handle_produce
+from .producers import ProducerIds
 from .shards import CoordinatorShards
 
 logger = logging.getLogger("kconsumer.broker.server")
@@ -146,11 +148,14 @@ class Broker:
         )
         #: Bumped whenever a coordinator moves or fails over (see `_group`).
         self.coordinator_generation = 0
+        #: Producer ids of idempotent producers (InitProducerId).
+        self.producer_ids = ProducerIds()
         self._sync: dict[int, Callable[[Message, int], Message | None]] = {
             ApiKey.API_VERSIONS: self._api_versions,
             ApiKey.CREATE_TOPICS: self._create_topics,
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
+            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
         }
         #: Handlers that depend on the broker and listener a request came to.
         self._by_session: dict[int, Callable[[ClientSession, Message, int], Message | None]] = {
@@ -356,6 +361,18 @@ class Broker:
         return handle_create_partitions(self.topics, request, version)
 
     # -- coordinator -------------------------------------------------------------------------
+
+    def _init_producer_id(self, request: Message, version: int) -> Message:
+        assert isinstance(request, InitProducerIdRequest)
+        if request.transactional_id is not None:
+            return InitProducerIdResponse(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            )
+        if request.producer_id >= 0:
+            code, producer_id, epoch = self.producer_ids.bump(request.producer_id, request.producer_epoch)
+        else:
+            code, (producer_id, epoch) = ErrorCode.NONE, self.producer_ids.new()
+        return InitProducerIdResponse(error_code=code, producer_id=producer_id, producer_epoch=epoch)
 
     def fail_over_coordinator(self) -> None:
         """Every coordinator shard is reloaded by a new incarnation replaying its records (a

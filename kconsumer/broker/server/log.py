@@ -25,6 +25,7 @@ from ...errors import ErrorCode, ProtocolError
 from ...protocol import records as batches
 from ...protocol.uuid import Uuid
 from ..coordinator import MetadataImage, TopicMetadata
+from .producers import PartitionProducers
 
 Chunk = bytes | bytearray | memoryview
 Waiter = Callable[[], None]
@@ -78,6 +79,7 @@ class PartitionLog:
         "leader",
         "leader_epoch",
         "log_start_offset",
+        "producers",
         "retention_bytes",
         "size_bytes",
         "waiters",
@@ -98,6 +100,8 @@ class PartitionLog:
         self.size_bytes = 0
         self.retention_bytes = retention_bytes
         self.waiters: set[Waiter] = set()
+        #: Idempotent producers' sequence state (`producers.PartitionProducers`).
+        self.producers = PartitionProducers()
 
     @property
     def batch_count(self) -> int:

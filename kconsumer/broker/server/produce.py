@@ -2,7 +2,8 @@
 
 Like Kafka for Produce v3+: each partition carries exactly one magic-v2 batch (INVALID_RECORD
 otherwise), whose sizes must add up and whose CRC must match (CORRUPT_MESSAGE), and which may not
-exceed ``max.message.bytes`` (MESSAGE_TOO_LARGE). v13 names topics by id. Acks 0, 1 and -1 all
+exceed ``max.message.bytes`` (MESSAGE_TOO_LARGE). v13 names topics by id. Batches of idempotent
+producers are checked and deduplicated by sequence number (`producers`). Acks 0, 1 and -1 all
 append at once (a single replica is always in sync); acks 0 gets no response at all.
 """
 
@@ -93,7 +94,18 @@ def _append(
         return _failed(
             data.index, ErrorCode.INVALID_TXN_STATE, "the reference cluster does not support transactions"
         )
+    verdict = partition.producers.check(headers[0])
+    if verdict.error != ErrorCode.NONE:
+        return _failed(data.index, verdict.error, verdict.message)
+    if verdict.duplicate_of is not None:  # a retry of a batch already appended: its first answer
+        return PartitionProduceResponse(
+            index=data.index,
+            error_code=0,
+            base_offset=verdict.duplicate_of,
+            log_start_offset=partition.log_start_offset,
+        )
     base_offset = partition.append(blob, headers, partition.leader_epoch)
+    partition.producers.appended(headers[0], base_offset)
     return PartitionProduceResponse(
         index=data.index,
         error_code=0,

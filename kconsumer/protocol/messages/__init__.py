@@ -15,6 +15,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    producer_ids,
     sasl,
 )
 
@@ -30,6 +31,7 @@ _MODULES = (
     metadata,
     offsets,
     produce,
+    producer_ids,
     sasl,
 )
 
