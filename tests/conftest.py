@@ -53,29 +53,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that need Apache Kafka without being parametrized by backend (the fidelity suite
-    compares both servers) are deselected when Kafka is not among the selected backends; the tests
-    are put in xdist groups (see `_worker_group`)."""
+    compares both servers) are deselected when Kafka is not among the selected backends."""
     if KAFKA not in selected(config):
         kept = [i for i in items if not (i.get_closest_marker("kafka") and "backend" not in i.fixturenames)]
         if len(kept) != len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in kept])
             items[:] = kept
-    for item in items:
-        group = _worker_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-def _worker_group(item: pytest.Item) -> str | None:
-    """Which xdist worker group a test runs in: Apache Kafka tests on two workers (the fidelity
-    suite on one; the rest, with every Spark test, on the other, whose Spark session serves them
-    all), so a 2-core machine runs a few JVMs at a time; everything else (None) anywhere."""
-    if "fidelity" in item.nodeid:
-        return "kafka-fidelity"
-    spark = item.get_closest_marker("spark") is not None or "spark" in item.fixturenames
-    if spark or item.get_closest_marker("kafka") is not None:
-        return "kafka"
-    return None
 
 
 def _scope(metafunc: pytest.Metafunc) -> str:

@@ -17,7 +17,11 @@ from kconsumer import Consumer, KafkaError, KafkaException
 from kconsumer.testing import ApacheKafka, ApacheKafkaUnavailable
 from kconsumer.testing.apache_kafka import distribution
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.kafka_only("tests the Apache Kafka harness and broker")]
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.kafka,
+    pytest.mark.kafka_only("tests the Apache Kafka harness and broker"),
+]
 
 
 def test_the_harness_answers_like_the_reference_cluster(cluster: Cluster) -> None:
