@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,21 +56,23 @@ class KafkaPool:
 
     def __init__(self) -> None:
         self._running: dict[tuple[tuple[str, Any], ...], ApacheKafka] = {}
+        self._leases: dict[int, int] = {}
         self._unavailable: str | None = None
         self._lock = threading.Lock()
 
     def acquire(self, options: dict[str, Any]) -> ApacheKafka:
-        """A running cluster with `options` (started on first use; the least recently used one
-        stopped when too many run)."""
+        """A running cluster with `options` (started on first use). Clusters nobody uses are
+        stopped, least recently used first, while more than `_MAX_RUNNING` run; one in use (a
+        module's shared cluster while a test of the module starts another) never is."""
         key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
         with self._lock:
             if self._unavailable is not None:
                 _unavailable(self._unavailable)
             kafka = self._running.pop(key, None)
             if kafka is None:
-                while len(self._running) >= _MAX_RUNNING:
-                    oldest = next(iter(self._running))
-                    self._running.pop(oldest).stop()
+                idle = [k for k, running in self._running.items() if not self._leases.get(id(running))]
+                while idle and len(self._running) >= _MAX_RUNNING:
+                    self._running.pop(idle.pop(0)).stop()
                 kafka = ApacheKafka(**options)
                 try:
                     kafka.start()
@@ -77,7 +80,25 @@ class KafkaPool:
                     self._unavailable = str(exc)
                     _unavailable(str(exc))
             self._running[key] = kafka  # most recently used last
+            self._leases[id(kafka)] = self._leases.get(id(kafka), 0) + 1
             return kafka
+
+    def release(self, kafka: ApacheKafka) -> None:
+        """Done with `kafka`: made fresh for the next test (every group and topic deleted). A
+        cluster that cannot be made fresh (a group that keeps a member) is stopped, with a
+        warning: the next test gets a new one."""
+        try:
+            kafka.reset()
+        except Exception as exc:
+            warnings.warn(f"an Apache Kafka cluster could not be reset and is replaced: {exc}", stacklevel=2)
+            with self._lock:
+                for key, running in list(self._running.items()):
+                    if running is kafka:
+                        del self._running[key]
+            kafka.stop()
+        finally:
+            with self._lock:
+                self._leases[id(kafka)] -= 1
 
     def close(self) -> None:
         with self._lock:
@@ -123,4 +144,4 @@ def open_cluster(backend: str, **options: Any) -> Iterator[Cluster]:
     try:
         yield kafka
     finally:
-        kafka.reset()
+        _POOL.release(kafka)

@@ -226,7 +226,9 @@ def test_membership_changes_log_one_structured_info_line_and_partitions_at_debug
             consumer.close()
     client = [r for r in caplog.records if not r.name.startswith("kconsumer.broker")]  # not the cluster's
     changes = [r for r in client if r.levelno == logging.INFO and hasattr(r, "member_state")]
-    assert [r.member_state for r in changes][:2] == ["JOINING", "RECONCILING"]
+    states = [r.member_state for r in changes]
+    # Apache Kafka may answer the join before its (background) assignment: STABLE with nothing first.
+    assert states[0] == "JOINING" and "RECONCILING" in states, states
     assert all(r.group_id == "logged-group" and r.member_id for r in changes)
     assert any(r.member_state == "STABLE" and r.member_epoch > 0 for r in changes)
     infos = [r.getMessage() for r in client if r.levelno >= logging.INFO]
