@@ -84,7 +84,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--clients",
         nargs="+",
         default=None,
-        help="client names: kconsumer, 'confluent KIP-848', 'confluent cooperative-sticky', "
+        help="client names: kconsumer, 'confluent KIP-848', 'Java KIP-848', 'confluent cooperative-sticky', "
         "'confluent eager range'",
     )
     r.add_argument(

@@ -1,12 +1,14 @@
-"""The whole test suite as ``./dev test`` runs it (what CI runs): three pytest processes at once.
+"""The whole test suite as ``./dev test`` runs it (what CI runs): three pytest processes at once,
+then one more.
 
 * the tests that need no Apache Kafka, on two xdist workers (most of them wait on brokers, not on
   the CPU);
 * the tests that run on Apache Kafka (``-m kafka``), in one process: one broker cluster at a time;
-* the fidelity suite (it compares both servers), in one process of its own.
+* the fidelity suite (it compares both servers), in one process of its own;
+* then, alone on a quiet machine, the tests that measure its timing (``@pytest.mark.timing``).
 
-Each writes its report to ``.test-reports/<part>.txt``; the reports are printed when all three
-are done, and the exit status is the first non-zero one. Extra arguments go to every part
+Each part writes its report to ``.test-reports/<part>.txt``; the reports are printed as the parts
+end, and the exit status is the first non-zero one. Extra arguments go to every part
 (``--backend reference`` leaves the Kafka parts with nothing to run, which is fine).
 """
 
@@ -17,42 +19,48 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / ".test-reports"
+WORKERS = os.environ.get("KCONSUMER_TEST_WORKERS", "2")
 
-#: (name, pytest arguments)
+#: (name, pytest arguments) of the parts run at once.
 PARTS = (
-    ("apache-kafka", ["-m", "kafka", "--ignore=tests/fidelity", "-p", "no:xdist"]),
+    ("apache-kafka", ["-m", "kafka and not timing", "--ignore=tests/fidelity", "-p", "no:xdist"]),
     ("fidelity", ["tests/fidelity", "-p", "no:xdist"]),
-    (
-        "reference",
-        ["-m", "not kafka", "--ignore=tests/fidelity", "-n", os.environ.get("KCONSUMER_TEST_WORKERS", "2")],
-    ),
+    ("reference", ["-m", "not kafka and not timing", "--ignore=tests/fidelity", "-n", WORKERS]),
 )
+#: The part run alone afterwards.
+TIMING = ("timing", ["-m", "timing", "--ignore=tests/fidelity", "-p", "no:xdist"])
 #: pytest's status when a part selected no test at all (the reference backend alone, say).
 NO_TESTS = 5
+
+Running = tuple[str, "subprocess.Popen[bytes]", IO[bytes]]
+
+
+def _start(name: str, arguments: list[str], extra: list[str]) -> Running:
+    report = (REPORTS / f"{name}.txt").open("wb")
+    command = [sys.executable, "-m", "pytest", "-q", "--durations=15", *arguments, *extra]
+    print(f"run_all: {name}: {' '.join(command[3:])}", flush=True)
+    return name, subprocess.Popen(command, cwd=ROOT, stdout=report, stderr=subprocess.STDOUT), report
+
+
+def _finish(part: Running, started: float) -> int:
+    name, process, report = part
+    code = process.wait()
+    report.close()
+    print(f"\n===== {name} (exit {code}, done after {time.monotonic() - started:.0f} s) =====", flush=True)
+    sys.stdout.write((REPORTS / f"{name}.txt").read_text(errors="replace"))
+    return code
 
 
 def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
     started = time.monotonic()
-    running = []
-    for name, arguments in PARTS:
-        report = (REPORTS / f"{name}.txt").open("w")
-        command = [sys.executable, "-m", "pytest", "-q", "--durations=15", *arguments, *extra]
-        process = subprocess.Popen(command, cwd=ROOT, stdout=report, stderr=subprocess.STDOUT)
-        running.append((name, process, report))
-        print(f"run_all: {name}: {' '.join(command[3:])}", flush=True)
-    codes = []
-    for name, process, report in running:
-        code = process.wait()
-        report.close()
-        codes.append(code)
-        print(
-            f"\n===== {name} (exit {code}, done after {time.monotonic() - started:.0f} s) =====", flush=True
-        )
-        sys.stdout.write((REPORTS / f"{name}.txt").read_text())
+    running = [_start(name, arguments, extra) for name, arguments in PARTS]
+    codes = [_finish(part, started) for part in running]
+    codes.append(_finish(_start(*TIMING, extra), started))
     failed = [code for code in codes if code not in (0, NO_TESTS)]
     # A part may select nothing (the Kafka parts under --backend reference); all of them may not.
     status = failed[0] if failed else (NO_TESTS if all(c == NO_TESTS for c in codes) else 0)

@@ -233,6 +233,7 @@ def test_cancelled_polls_lose_no_record_and_a_cancelled_close_still_leaves(clust
     assert described is None or not described.members
 
 
+@pytest.mark.timing  # a scheduling-delay bound: run on a quiet machine (tests/run_all.py)
 def test_the_event_loop_is_never_held_while_consuming_and_rebalancing(cluster: ReferenceCluster) -> None:
     cluster.create_topic("busy", 4)
     for partition in range(4):
