@@ -17,23 +17,7 @@ from typing import TYPE_CHECKING, Any
 import confluent_kafka as ck
 
 if TYPE_CHECKING:
-    from consumer_harness import Ledger
-
-
-class _Record:
-    """What `Ledger.received` reads from a message."""
-
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._position = (topic, partition, offset)
-
-    def topic(self) -> str:
-        return self._position[0]
-
-    def partition(self) -> int:
-        return self._position[1]
-
-    def offset(self) -> int:
-        return self._position[2]
+    from ledger import Ledger
 
 
 class ProcessMember:
@@ -54,12 +38,14 @@ class ProcessMember:
         self._reader.start()
 
     def _read(self) -> None:
+        from ledger import RecordAt  # only the driver's side has the tests' helpers on its path
+
         assert self.process.stdout is not None
         for line in self.process.stdout:
             kind, *rest = line.split()
             if kind == "recv":
                 topic, partition, offset = rest[0], int(rest[1]), int(rest[2])
-                self.ledger.received(self.name, _Record(topic, partition, offset))  # type: ignore[arg-type]
+                self.ledger.received(self.name, RecordAt(topic, partition, offset))  # type: ignore[arg-type]
             else:
                 keys = [(rest[i], int(rest[i + 1])) for i in range(0, len(rest), 2)]
                 if kind == "assign":

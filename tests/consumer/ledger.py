@@ -258,6 +258,23 @@ class Ledger:
         return problems
 
 
+class RecordAt:
+    """What `Ledger.received` reads of a message, for members in other processes that report
+    only (topic, partition, offset)."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._position = (topic, partition, offset)
+
+    def topic(self) -> str:
+        return self._position[0]
+
+    def partition(self) -> int:
+        return self._position[1]
+
+    def offset(self) -> int:
+        return self._position[2]
+
+
 def position(message: Message) -> tuple[Key, int]:
     """((topic, partition), offset) of a record."""
     topic, partition, offset = message.topic(), message.partition(), message.offset()

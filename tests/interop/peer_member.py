@@ -17,25 +17,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ledger import Key, Ledger
+from ledger import Key, Ledger, RecordAt
 
 from kconsumer import SubscriptionPattern
-
-
-class _Record:
-    """What `Ledger.received` reads from a message."""
-
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._position = (topic, partition, offset)
-
-    def topic(self) -> str:
-        return self._position[0]
-
-    def partition(self) -> int:
-        return self._position[1]
-
-    def offset(self) -> int:
-        return self._position[2]
 
 
 class PeerMember:
@@ -103,7 +87,7 @@ class PeerMember:
             if event == "record":
                 self.records += 1
                 self.ledger.received(
-                    self.name, _Record(report["topic"], report["partition"], report["offset"])
+                    self.name, RecordAt(report["topic"], report["partition"], report["offset"])
                 )  # type: ignore[arg-type]
             elif event == "assigned":
                 self.ledger.assigned(self.name, keys)
