@@ -330,6 +330,52 @@ def build_batch(
     return bytes(batch)
 
 
+#: Control record types (the key of a transaction marker).
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
+_CONTROL_VALUE = struct.Struct(">hi")  # version 0, coordinator epoch
+_UINT32 = struct.Struct(">I")
+_ATTRIBUTES = struct.Struct(">h")
+
+
+def build_control_batch(
+    producer_id: int,
+    producer_epoch: int,
+    committed: bool,
+    *,
+    coordinator_epoch: int = 0,
+    timestamp_ms: int = 0,
+    base_offset: int = 0,
+) -> bytes:
+    """A transaction marker: a transactional control batch holding one control record whose key
+    says COMMIT or ABORT and whose value carries the transaction coordinator's epoch."""
+    kind = CONTROL_COMMIT if committed else CONTROL_ABORT
+    key = _CONTROL_KEY.pack(0, kind)
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+    batch = bytearray(
+        build_batch(
+            [(key, value, (), timestamp_ms)],
+            base_offset=base_offset,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+        )
+    )
+    (attributes,) = _ATTRIBUTES.unpack_from(batch, _ATTRIBUTES_OFFSET)
+    _ATTRIBUTES.pack_into(batch, _ATTRIBUTES_OFFSET, attributes | CONTROL_MASK)
+    _UINT32.pack_into(batch, _CRC_OFFSET, ak.calc_crc32c(bytes(batch[_ATTRIBUTES_OFFSET:])))
+    return bytes(batch)
+
+
+def control_type(data: Buffer, header: BatchHeader) -> int:
+    """`CONTROL_COMMIT` or `CONTROL_ABORT` of the control batch at `header` (its first record's key)."""
+    records = decode_records(memoryview(data)[header.position : header.end], include_control=True)
+    if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
+        raise _fail("Records", f"control batch at byte {header.position} has no control record key")
+    return int(_CONTROL_KEY.unpack_from(records[0].key)[1])
+
+
 def decode_records(data: Buffer | None, *, include_control: bool = False) -> list[Record]:
     """Every record in a records blob, decoded by aiokafka's ``DefaultRecordBatch``.
 

@@ -40,6 +40,7 @@ from kconsumer.protocol.messages.list_offsets import (
     ListOffsetsTopic,
 )
 from kconsumer.protocol.messages.metadata import (
+    COORDINATOR_KEY_TYPE_SHARE,
     COORDINATOR_KEY_TYPE_TRANSACTION,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -251,7 +252,11 @@ def test_find_coordinator_names_this_broker(
             int(port),
         )
     if version >= 1:
-        request.key_type = COORDINATOR_KEY_TYPE_TRANSACTION
+        request.key_type = COORDINATOR_KEY_TYPE_TRANSACTION  # transactional ids are placed alike
+        response = client.call(request, FindCoordinatorResponse, version)
+        code = response.coordinators[0].error_code if version >= 4 else response.error_code
+        assert code == ErrorCode.NONE
+        request.key_type = COORDINATOR_KEY_TYPE_SHARE
         response = client.call(request, FindCoordinatorResponse, version)
         code = response.coordinators[0].error_code if version >= 4 else response.error_code
         assert code == ErrorCode.COORDINATOR_NOT_AVAILABLE

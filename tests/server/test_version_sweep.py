@@ -50,6 +50,15 @@ from kconsumer.protocol.messages.offsets import (
 from kconsumer.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from kconsumer.protocol.messages.producer_ids import InitProducerIdRequest
 from kconsumer.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from kconsumer.protocol.messages.transactions import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    EndTxnRequest,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from kconsumer.protocol.schema import Message
 from kconsumer.protocol.uuid import Uuid
 from kconsumer.testing import ReferenceCluster
@@ -182,6 +191,30 @@ BUILDERS: dict[int, Builder] = {
     ),
     ApiKey.DELETE_GROUPS: lambda v, tid: DeleteGroupsRequest(groups_names=["nobody", "g"]),
     ApiKey.INIT_PRODUCER_ID: lambda v, tid: InitProducerIdRequest(transaction_timeout_ms=60000),
+    # Transaction APIs naming a producer the coordinator never gave out: INVALID_PRODUCER_ID_MAPPING.
+    ApiKey.ADD_PARTITIONS_TO_TXN: lambda v, tid: AddPartitionsToTxnRequest(
+        transactional_id="tx",
+        producer_id=99,
+        producer_epoch=0,
+        topics=[AddPartitionsToTxnTopic(name="t", partitions=[0])],
+    ),
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda v, tid: AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=99, producer_epoch=0, group_id="g"
+    ),
+    ApiKey.END_TXN: lambda v, tid: EndTxnRequest(
+        transactional_id="tx", producer_id=99, producer_epoch=0, committed=True
+    ),
+    ApiKey.TXN_OFFSET_COMMIT: lambda v, tid: TxnOffsetCommitRequest(
+        transactional_id="tx",
+        group_id="txn-group",
+        producer_id=99,
+        producer_epoch=0,
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                name="t", partitions=[TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=0)]
+            )
+        ],
+    ),
 }
 
 CASES = [

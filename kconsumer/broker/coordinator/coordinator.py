@@ -44,9 +44,10 @@ from ...protocol.messages.offsets import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from ...protocol.messages.transactions import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
-from . import client_assignment, describe, group_delete, heartbeat, offset_delete, offsets
+from . import client_assignment, describe, group_delete, heartbeat, offset_delete, offsets, txn_offsets
 from .assignors import resolve_assignors
 from .classic import api as classic_api
 from .classic.replies import Deferred, PendingReplies
@@ -162,6 +163,22 @@ class GroupCoordinator:
         ctx = self._context(now_ms)
         return self._done(ctx, offsets.commit(ctx, request, version))
 
+    def txn_offset_commit(
+        self, request: TxnOffsetCommitRequest, version: int, now_ms: int
+    ) -> Result[TxnOffsetCommitResponse]:
+        """Offsets committed inside a transaction: pending until `complete_transaction`."""
+        ctx = self._context(now_ms)
+        return self._done(ctx, txn_offsets.commit(ctx, request, version))
+
+    def complete_transaction(
+        self, group_id: str, producer_id: int, committed: bool, now_ms: int
+    ) -> list[Record]:
+        """The transaction marker reached the group: the producer's pending offsets are
+        committed (`committed`) or dropped."""
+        ctx = self._context(now_ms)
+        txn_offsets.complete(ctx, group_id, producer_id, committed)
+        return self._done(ctx, None).records
+
     def offset_fetch(
         self, request: OffsetFetchRequest, version: int, now_ms: int
     ) -> Result[OffsetFetchResponse]:
@@ -251,6 +268,7 @@ class GroupCoordinator:
         handlers: dict[int, Callable[[Message, int, int], Result[Message]]] = {
             ApiKey.OFFSET_COMMIT: self.offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_FETCH: self.offset_fetch,  # type: ignore[dict-item]
+            ApiKey.TXN_OFFSET_COMMIT: self.txn_offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_DELETE: self.offset_delete,  # type: ignore[dict-item]
             ApiKey.DELETE_GROUPS: self.delete_groups,  # type: ignore[dict-item]
             ApiKey.CONSUMER_GROUP_DESCRIBE: self.describe,  # type: ignore[dict-item]

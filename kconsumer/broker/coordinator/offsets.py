@@ -185,6 +185,7 @@ def fetch(ctx: Context, request: OffsetFetchRequest, version: int) -> OffsetFetc
                 group_request.member_epoch,
                 wanted,
                 version,
+                request.require_stable,
             )
             groups.append(
                 OffsetFetchResponseGroup(
@@ -213,7 +214,7 @@ def fetch(ctx: Context, request: OffsetFetchRequest, version: int) -> OffsetFetc
     legacy = (
         None if request.topics is None else [(t.name, ZERO_UUID, t.partition_indexes) for t in request.topics]
     )
-    error, topics = _fetch_group(ctx, request.group_id, None, -1, legacy, version)
+    error, topics = _fetch_group(ctx, request.group_id, None, -1, legacy, version, request.require_stable)
     response_topics = [
         OffsetFetchResponseTopic(
             name=name,
@@ -243,8 +244,11 @@ def _fetch_group(
     member_epoch: int,
     wanted: Sequence[tuple[str, Uuid, list[int] | None]] | None,
     version: int,
+    require_stable: bool = False,
 ) -> tuple[int, list[tuple[str, Uuid, list[_Partition]]]]:
-    """(group error, [(name, id, [(partition, offset, leader epoch, metadata, error)])])."""
+    """(group error, [(name, id, [(partition, offset, leader epoch, metadata, error)])]).
+    `require_stable`: a partition with an offset pending in an open transaction is answered
+    UNSTABLE_OFFSET_COMMIT (the client retries until the transaction ends)."""
     if _is_null(group_id):  # only null is invalid: the empty group id is supported
         return int(ErrorCode.INVALID_GROUP_ID), []
     group = ctx.state.group(group_id)
@@ -270,6 +274,9 @@ def _fetch_group(
                 parts.append((partition, -1, -1, "", int(ErrorCode.UNKNOWN_TOPIC_ID)))
                 continue
             topic_name = meta.name if meta is not None else name
+            if require_stable and ctx.state.pending_producers(group_id, topic_name, partition):
+                parts.append((partition, -1, -1, "", int(ErrorCode.UNSTABLE_OFFSET_COMMIT)))
+                continue
             value = stored.get((topic_name, partition))
             current_id = meta.topic_id if meta is not None else None
             if value is None or (value.topic_id and value.topic_id != current_id):

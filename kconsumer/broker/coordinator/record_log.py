@@ -25,6 +25,8 @@ from .records import (
     MemberMetadataTombstone,
     OffsetCommitRecord,
     OffsetTombstone,
+    PendingOffsetRecord,
+    PendingOffsetTombstone,
     Record,
     RegexRecord,
     RegexTombstone,
@@ -41,6 +43,7 @@ _TOMBSTONES = (
     CurrentAssignmentTombstone,
     RegexTombstone,
     OffsetTombstone,
+    PendingOffsetTombstone,
     SimpleGroupTombstone,
     ClassicGroupTombstone,
     ConsumerGroupTombstone,
@@ -68,6 +71,8 @@ def record_key(record: Record) -> tuple[Any, ...]:
         return ("regex", record.group_id, record.regex)
     if isinstance(record, OffsetCommitRecord | OffsetTombstone):
         return ("offset", record.group_id, record.topic, record.partition)
+    if isinstance(record, PendingOffsetRecord | PendingOffsetTombstone):
+        return ("pending-offset", record.group_id, record.producer_id, record.topic, record.partition)
     if isinstance(record, SimpleGroupRecord | SimpleGroupTombstone):
         return ("simple-group", record.group_id)
     if isinstance(record, ClassicGroupRecord | ClassicGroupTombstone):

@@ -122,6 +122,28 @@ class OffsetTombstone:
 
 
 @dataclass(frozen=True)
+class PendingOffsetRecord:
+    """An offset committed inside producer `producer_id`'s transaction (TxnOffsetCommit): not
+    visible until the transaction's COMMIT marker turns it into an `OffsetCommitRecord`."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+    value: OffsetValue
+
+
+@dataclass(frozen=True)
+class PendingOffsetTombstone:
+    """The transaction ended (its offset was committed or dropped)."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
 class SimpleGroupRecord:
     """A group with no consumer-protocol members, created by an admin offset commit (Kafka: a
     "simple" classic group)."""
@@ -171,6 +193,8 @@ Record = (
     | RegexTombstone
     | OffsetCommitRecord
     | OffsetTombstone
+    | PendingOffsetRecord
+    | PendingOffsetTombstone
     | SimpleGroupRecord
     | SimpleGroupTombstone
     | ClassicGroupRecord

@@ -20,6 +20,8 @@ from .records import (
     OffsetCommitRecord,
     OffsetTombstone,
     OffsetValue,
+    PendingOffsetRecord,
+    PendingOffsetTombstone,
     Record,
     RegexRecord,
     RegexTombstone,
@@ -37,6 +39,8 @@ class CoordinatorState:
     def __init__(self) -> None:
         self.groups: dict[str, ConsumerGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        #: Offsets committed inside open transactions: group -> producer id -> (topic, partition).
+        self.pending_offsets: dict[str, dict[int, dict[tuple[str, int], OffsetValue]]] = {}
         self.simple_groups: set[str] = set()
         self.classic_groups: dict[str, ClassicGroup] = {}
         #: Each classic group as its last durable record has it (what a coordinator taking over
@@ -55,6 +59,8 @@ class CoordinatorState:
             RegexTombstone: self._regex_tombstone,
             OffsetCommitRecord: self._offset_commit,
             OffsetTombstone: self._offset_tombstone,
+            PendingOffsetRecord: self._pending_offset,
+            PendingOffsetTombstone: self._pending_offset_tombstone,
             SimpleGroupRecord: self._simple_group,
             SimpleGroupTombstone: self._simple_group_tombstone,
             ClassicGroupRecord: self._classic_group,
@@ -76,6 +82,10 @@ class CoordinatorState:
             key = (record.topic, record.partition)
             previous = None if offsets is None else offsets.get(key)
             return lambda: self._restore_offset(record.group_id, key, previous, offsets is not None)
+        if isinstance(record, (PendingOffsetRecord, PendingOffsetTombstone)):
+            pending = self.pending_offsets.get(record.group_id, {}).get(record.producer_id, {})
+            was = pending.get((record.topic, record.partition))
+            return lambda: self._restore_pending(record, was)
         if isinstance(record, (SimpleGroupRecord, SimpleGroupTombstone)):
             add = record.group_id in self.simple_groups
             return lambda: (self.simple_groups.add if add else self.simple_groups.discard)(record.group_id)
@@ -122,6 +132,22 @@ class CoordinatorState:
         if not offsets and not group_existed:
             del self.offsets[group_id]
 
+    def _restore_pending(
+        self, record: PendingOffsetRecord | PendingOffsetTombstone, value: OffsetValue | None
+    ) -> None:
+        if value is None:
+            self._pending_offset_tombstone(record)
+        else:
+            self._pending_offset(PendingOffsetRecord(*_pending_key(record), value))
+
+    def pending_producers(self, group_id: str, topic: str, partition: int) -> list[int]:
+        """The producers with an offset of (topic, partition) pending in an open transaction."""
+        return [
+            producer
+            for producer, offsets in self.pending_offsets.get(group_id, {}).items()
+            if (topic, partition) in offsets
+        ]
+
     def snapshot(self) -> dict[str, Any]:
         """The durable state as plain values, for comparing two coordinators (failover tests)."""
         groups = {}
@@ -140,6 +166,10 @@ class CoordinatorState:
         return {
             "groups": groups,
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.items()) if o},
+            "pending_offsets": {
+                g: {p: dict(sorted(o.items())) for p, o in sorted(by_producer.items())}
+                for g, by_producer in sorted(self.pending_offsets.items())
+            },
             "simple_groups": sorted(self.simple_groups),
             "classic_groups": dict(sorted(self.classic_durable.items())),
         }
@@ -228,6 +258,21 @@ class CoordinatorState:
     def _offset_commit(self, record: OffsetCommitRecord) -> None:
         self.offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = record.value
 
+    def _pending_offset(self, record: PendingOffsetRecord) -> None:
+        by_producer = self.pending_offsets.setdefault(record.group_id, {})
+        by_producer.setdefault(record.producer_id, {})[(record.topic, record.partition)] = record.value
+
+    def _pending_offset_tombstone(self, record: PendingOffsetRecord | PendingOffsetTombstone) -> None:
+        by_producer = self.pending_offsets.get(record.group_id, {})
+        offsets = by_producer.get(record.producer_id)
+        if offsets is None:
+            return
+        offsets.pop((record.topic, record.partition), None)
+        if not offsets:
+            del by_producer[record.producer_id]
+            if not by_producer:
+                del self.pending_offsets[record.group_id]
+
     def _offset_tombstone(self, record: OffsetTombstone) -> None:
         offsets = self.offsets.get(record.group_id)
         if offsets is not None:
@@ -297,3 +342,7 @@ def _restore_member(group: ConsumerGroup, member_id: str, previous: ConsumerGrou
         if previous.instance_id:
             group.static_members[previous.instance_id] = member_id
         group.members[member_id] = previous
+
+
+def _pending_key(record: PendingOffsetRecord | PendingOffsetTombstone) -> tuple[str, int, str, int]:
+    return record.group_id, record.producer_id, record.topic, record.partition

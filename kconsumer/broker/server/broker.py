@@ -54,6 +54,7 @@ from .nodes import ANY_NODE, ClusterNodes
 from .produce import handle_produce
 from .producers import ProducerIds
 from .shards import CoordinatorShards
+from .transaction_service import TRANSACTION_APIS, TransactionService
 
 logger = logging.getLogger("kconsumer.broker.server")
 
@@ -74,6 +75,7 @@ COORDINATOR_APIS = frozenset(
         ApiKey.HEARTBEAT,
         ApiKey.LEAVE_GROUP,
         ApiKey.DESCRIBE_GROUPS,
+        ApiKey.TXN_OFFSET_COMMIT,
     }
 )
 #: Coordinator APIs that name a group, so a moved coordinator answers them NOT_COORDINATOR.
@@ -148,17 +150,22 @@ class Broker:
         )
         #: Bumped whenever a coordinator moves or fails over (see `_group`).
         self.coordinator_generation = 0
-        #: Producer ids of idempotent producers (InitProducerId).
+        #: Producer ids of idempotent and transactional producers (InitProducerId).
         self.producer_ids = ProducerIds()
+        #: The transaction coordinator.
+        self.transactions = TransactionService(
+            loop, self.topics, self.nodes, self.coordinators, lambda: self.producer_ids.new()[0]
+        )
         self._sync: dict[int, Callable[[Message, int], Message | None]] = {
             ApiKey.API_VERSIONS: self._api_versions,
             ApiKey.CREATE_TOPICS: self._create_topics,
             ApiKey.DELETE_TOPICS: self._delete_topics,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
-            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
         }
         #: Handlers that depend on the broker and listener a request came to.
         self._by_session: dict[int, Callable[[ClientSession, Message, int], Message | None]] = {
+            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            **dict.fromkeys(TRANSACTION_APIS, self._transaction),
             ApiKey.PRODUCE: self._produce,
             ApiKey.LIST_OFFSETS: self._list_offsets,
             ApiKey.METADATA: self._metadata,
@@ -300,7 +307,12 @@ class Broker:
     def _produce(self, session: ClientSession, request: Message, version: int) -> Message | None:
         assert isinstance(request, ProduceRequest)
         return handle_produce(
-            self.topics, request, version, verify_crc=self.config.verify_crc, node_id=session.node_id
+            self.topics,
+            request,
+            version,
+            verify_crc=self.config.verify_crc,
+            node_id=session.node_id,
+            transactions=self.transactions.produce_check,
         )
 
     async def _fetch(self, session: ClientSession, request: Message, version: int) -> Message:
@@ -362,17 +374,18 @@ class Broker:
 
     # -- coordinator -------------------------------------------------------------------------
 
-    def _init_producer_id(self, request: Message, version: int) -> Message:
+    def _init_producer_id(self, session: ClientSession, request: Message, version: int) -> Message:
         assert isinstance(request, InitProducerIdRequest)
         if request.transactional_id is not None:
-            return InitProducerIdResponse(
-                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            )
+            return self.transactions.handle(request, version, session.node_id)
         if request.producer_id >= 0:
             code, producer_id, epoch = self.producer_ids.bump(request.producer_id, request.producer_epoch)
         else:
             code, (producer_id, epoch) = ErrorCode.NONE, self.producer_ids.new()
         return InitProducerIdResponse(error_code=code, producer_id=producer_id, producer_epoch=epoch)
+
+    def _transaction(self, session: ClientSession, request: Message, version: int) -> Message:
+        return self.transactions.handle(request, version, session.node_id)
 
     def fail_over_coordinator(self) -> None:
         """Every coordinator shard is reloaded by a new incarnation replaying its records (a
@@ -380,6 +393,7 @@ class Broker:
         NOT_COORDINATOR once."""
         for partition, _shard in self.coordinators.items():
             self.coordinators.reload(partition)
+        self.transactions.reload()
         self.coordinator_generation += 1
         logger.info("coordinator failed over (incarnation %d)", self.coordinator_generation)
 
@@ -441,6 +455,7 @@ class Broker:
             return
         self.nodes.offsets_leaders[partition] = node_id
         self.coordinators.reload(partition)
+        self.transactions.reload()
         self.coordinator_generation += 1
 
     def _require_up(self, node_id: int) -> None:
@@ -451,5 +466,6 @@ class Broker:
         self.coordinators.update_metadata(image)
 
     def close(self) -> None:
-        """Stop the coordinator's timers."""
+        """Stop the coordinators' timers."""
         self.coordinators.close()
+        self.transactions.close()

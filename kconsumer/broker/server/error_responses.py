@@ -24,6 +24,7 @@ from ...protocol.messages import (
     metadata,
     offsets,
     produce,
+    transactions,
 )
 from ...protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from ...protocol.schema import Message
@@ -258,6 +259,42 @@ def _delete_groups(request: Message, version: int, code: int, message: str | Non
     )
 
 
+def _add_partitions_to_txn(request: Message, version: int, code: int, message: str | None) -> Message:
+    assert isinstance(request, transactions.AddPartitionsToTxnRequest)
+    return transactions.AddPartitionsToTxnResponse(
+        results_by_topic=[
+            transactions.AddPartitionsToTxnTopicResult(
+                name=topic.name,
+                results_by_partition=[
+                    transactions.AddPartitionsToTxnPartitionResult(
+                        partition_index=p, partition_error_code=code
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
+def _txn_offset_commit(request: Message, version: int, code: int, message: str | None) -> Message:
+    assert isinstance(request, transactions.TxnOffsetCommitRequest)
+    return transactions.TxnOffsetCommitResponse(
+        topics=[
+            transactions.TxnOffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    transactions.TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
 _BUILDERS: dict[int, _Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -273,4 +310,6 @@ _BUILDERS: dict[int, _Builder] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: _describe,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
     ApiKey.DELETE_GROUPS: _delete_groups,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
 }

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ...errors import ErrorCode
 from ...protocol.messages.fetch import (
     READ_COMMITTED,
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -132,7 +133,7 @@ def read_fetch(
     total = 0
     failed = False
     by_id = version >= 13
-    aborted: list[object] | None = [] if request.isolation_level == READ_COMMITTED else None
+    read_committed = request.isolation_level == READ_COMMITTED
     responses = []
     for fetch_topic in request.topics:
         topic = _topic(topics, fetch_topic, version)
@@ -154,6 +155,8 @@ def read_fetch(
                 continue
             log = topic.partitions[index]
             hw = log.high_watermark
+            stable = log.last_stable_offset
+            aborted: list[AbortedTransaction] | None = None
             code = (
                 leader_epoch_error(wanted.current_leader_epoch, log.leader_epoch)
                 if log.leader == node_id or node_id == ANY_NODE
@@ -167,16 +170,26 @@ def read_fetch(
                 failed = True
             elif offset < hw and remaining > 0:
                 limit = min(wanted.partition_max_bytes, remaining)
-                found, size = log.read(offset, limit, min_one=total == 0)
+                upper = stable if read_committed else None
+                found, size = log.read(offset, limit, min_one=total == 0, upper=upper)
                 chunks = found  # type: ignore[assignment]
                 total += size
                 remaining -= size
+            if read_committed:
+                aborted = (
+                    [
+                        AbortedTransaction(producer_id=producer, first_offset=first)
+                        for producer, first in log.transactions.aborted_between(offset, stable)
+                    ]
+                    if chunks
+                    else []
+                )
             partitions.append(
                 PartitionData(
                     partition_index=index,
                     error_code=int(code),
                     high_watermark=hw,
-                    last_stable_offset=hw,
+                    last_stable_offset=stable,
                     log_start_offset=log.log_start_offset,
                     aborted_transactions=aborted,
                     records=chunks,
@@ -216,7 +229,7 @@ def handle_list_offsets(
             if code != ErrorCode.NONE:
                 partitions.append(ListOffsetsPartitionResponse(partition_index=index, error_code=int(code)))
                 continue
-            found = _lookup(log, wanted.timestamp)
+            found = _lookup(log, wanted.timestamp, request.isolation_level == READ_COMMITTED)
             offset, timestamp = found if found is not None else (-1, -1)
             partitions.append(
                 ListOffsetsPartitionResponse(
@@ -231,9 +244,9 @@ def handle_list_offsets(
     return ListOffsetsResponse(topics=responses)
 
 
-def _lookup(log: PartitionLog, timestamp: int) -> tuple[int, int] | None:
+def _lookup(log: PartitionLog, timestamp: int, read_committed: bool) -> tuple[int, int] | None:
     if timestamp == LATEST_TIMESTAMP:
-        return log.high_watermark, -1
+        return (log.last_stable_offset if read_committed else log.high_watermark), -1
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:

@@ -6,9 +6,10 @@ batch CRC. Appending and reading only look at batch headers (`kconsumer.protocol
 read returns the stored batches themselves as a list of chunks, which the Fetch response writes
 out without re-encoding a single record.
 
-Per partition: a high watermark (the next offset; every append is immediately "replicated", so it
-is also the last stable offset), a log start offset, and optional retention by bytes that drops
-whole batches from the start (as Kafka deletes whole segments, never the newest one).
+Per partition: a high watermark (the next offset; every append is immediately "replicated"), a log
+start offset, optional retention by bytes that drops whole batches from the start (as Kafka
+deletes whole segments, never the newest one), idempotent producers' sequence state
+(`producers`) and the transaction index with the last stable offset (`transaction_index`).
 
 Everything here runs on the server's event loop thread; nothing blocks and nothing awaits. Waiters
 (long-polling fetches) register a callback per partition and are called after each append.
@@ -26,6 +27,7 @@ from ...protocol import records as batches
 from ...protocol.uuid import Uuid
 from ..coordinator import MetadataImage, TopicMetadata
 from .producers import PartitionProducers
+from .transaction_index import PartitionTransactions
 
 Chunk = bytes | bytearray | memoryview
 Waiter = Callable[[], None]
@@ -82,6 +84,7 @@ class PartitionLog:
         "producers",
         "retention_bytes",
         "size_bytes",
+        "transactions",
         "waiters",
     )
 
@@ -102,6 +105,8 @@ class PartitionLog:
         self.waiters: set[Waiter] = set()
         #: Idempotent producers' sequence state (`producers.PartitionProducers`).
         self.producers = PartitionProducers()
+        #: Open and aborted transactions (`transaction_index.PartitionTransactions`).
+        self.transactions = PartitionTransactions()
 
     @property
     def batch_count(self) -> int:
@@ -147,6 +152,7 @@ class PartitionLog:
         if head != self._head:
             self._head = head
             self.log_start_offset = self._bases[head]
+            self.transactions.forget_before(self.log_start_offset)
             if head >= _COMPACT_AFTER and head * 2 >= len(chunks):
                 for index in (self._bases, self._nexts, self._max_ts, self._running_max_ts, self._chunks):
                     del index[:head]
@@ -163,16 +169,28 @@ class PartitionLog:
         self.size_bytes = 0
         self.log_start_offset = self.high_watermark
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> tuple[list[Chunk], int]:
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark."""
+        return self.transactions.stable_offset(self.high_watermark)
+
+    def read(
+        self, offset: int, max_bytes: int, min_one: bool, upper: int | None = None
+    ) -> tuple[list[Chunk], int]:
         """The whole batches from the one holding `offset`, as stored, up to `max_bytes` in total
-        (at least one batch when `min_one`). `offset` must lie in [log start, high watermark]."""
-        if offset >= self.high_watermark:
+        (at least one batch when `min_one`), and only batches starting below `upper` when given
+        (the last stable offset, for read_committed). `offset` must lie in [log start, high
+        watermark]."""
+        end = self.high_watermark if upper is None else min(upper, self.high_watermark)
+        if offset >= end:
             return [], 0
         index = bisect.bisect_right(self._nexts, offset, self._head)
         chunks = self._chunks
         count = len(chunks)
         out: list[Chunk] = []
         total = 0
+        if end < self.high_watermark:
+            count = bisect.bisect_left(self._bases, end, index, count)
         while index < count:
             chunk = chunks[index]
             size = len(chunk)

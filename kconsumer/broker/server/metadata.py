@@ -17,6 +17,7 @@ from ...protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, Ap
 from ...protocol.messages.metadata import (
     AUTHORIZED_OPERATIONS_OMITTED,
     COORDINATOR_KEY_TYPE_GROUP,
+    COORDINATOR_KEY_TYPE_TRANSACTION,
     Coordinator,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -180,7 +181,8 @@ def _describe(topic: TopicLog, include_ops: bool) -> MetadataResponseTopic:
 def handle_find_coordinator(
     view: ClusterView, request: FindCoordinatorRequest, version: int
 ) -> FindCoordinatorResponse:
-    """The broker coordinating each group; transaction and share coordinators do not exist here."""
+    """The broker coordinating each group or transactional id (placed alike, by the id's hash);
+    share coordinators do not exist here."""
     if version >= 4:
         return FindCoordinatorResponse(
             coordinators=[_coordinator(view, key, request.key_type) for key in request.coordinator_keys]
@@ -196,11 +198,11 @@ def handle_find_coordinator(
 
 
 def _coordinator(view: ClusterView, key: str, key_type: int) -> Coordinator:
-    if key_type != COORDINATOR_KEY_TYPE_GROUP:
-        return _not_available(key, "the reference cluster only has group coordinators")
+    if key_type not in (COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION):
+        return _not_available(key, "the reference cluster has no share coordinator")
     found = view.coordinator_of(key)
     if found is None:
-        return _not_available(key, "the group's coordinator is not available")
+        return _not_available(key, "the coordinator is not available")
     return Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port, error_code=0)
 
 

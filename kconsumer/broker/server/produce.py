@@ -3,11 +3,15 @@
 Like Kafka for Produce v3+: each partition carries exactly one magic-v2 batch (INVALID_RECORD
 otherwise), whose sizes must add up and whose CRC must match (CORRUPT_MESSAGE), and which may not
 exceed ``max.message.bytes`` (MESSAGE_TOO_LARGE). v13 names topics by id. Batches of idempotent
-producers are checked and deduplicated by sequence number (`producers`). Acks 0, 1 and -1 all
-append at once (a single replica is always in sync); acks 0 gets no response at all.
+producers are checked and deduplicated by sequence number (`producers`). A transactional batch is
+appended only if its partition was added to the producer's ongoing transaction (INVALID_TXN_STATE
+otherwise, as Kafka verifies since 3.6); it opens the producer's transaction on the partition.
+Acks 0, 1 and -1 all append at once (a single replica is always in sync); acks 0 gets no response.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ...errors import ErrorCode
 from ...protocol.messages.produce import (
@@ -28,9 +32,23 @@ MAX_MESSAGE_BYTES = 1_048_588
 #: The leader epoch of every partition (there is one broker and no leader election).
 LEADER_EPOCH = 0
 
+#: Why a transactional batch may not be appended: (transactional id, producer id, epoch, topic,
+#: partition) -> error code (NONE: it may).
+TransactionCheck = Callable[[str, int, int, str, int], int]
+
+
+def _no_transactions(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> int:
+    return ErrorCode.INVALID_TXN_STATE
+
 
 def handle_produce(
-    topics: Topics, request: ProduceRequest, version: int, *, verify_crc: bool = True, node_id: int = 1
+    topics: Topics,
+    request: ProduceRequest,
+    version: int,
+    *,
+    verify_crc: bool = True,
+    node_id: int = 1,
+    transactions: TransactionCheck = _no_transactions,
 ) -> ProduceResponse | None:
     """Append the request's batches (on broker `node_id`: NOT_LEADER_OR_FOLLOWER for partitions
     it does not lead); the response, or None for acks=0."""
@@ -43,16 +61,9 @@ def handle_produce(
         for data in topic_data.partition_data:
             if not acks_valid:
                 results.append(_failed(data.index, ErrorCode.INVALID_REQUIRED_ACKS, None))
-            elif request.transactional_id is not None:
-                results.append(
-                    _failed(
-                        data.index,
-                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        "the reference cluster does not support transactions",
-                    )
-                )
             else:
-                results.append(_append(topics, topic, data, by_id, verify_crc, node_id))
+                txn = None if request.transactional_id is None else (request.transactional_id, transactions)
+                results.append(_append(topics, topic, data, by_id, verify_crc, node_id, txn))
         responses.append(
             TopicProduceResponse(
                 name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results
@@ -70,6 +81,7 @@ def _append(
     by_id: bool,
     verify_crc: bool,
     node_id: int,
+    txn: tuple[str, TransactionCheck] | None,
 ) -> PartitionProduceResponse:
     if topic is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -90,11 +102,16 @@ def _append(
         blob, headers = validate_records(records, verify_crc)
     except InvalidRecords as exc:
         return _failed(data.index, exc.error_code, exc.message)
-    if headers[0].is_transactional:
-        return _failed(
-            data.index, ErrorCode.INVALID_TXN_STATE, "the reference cluster does not support transactions"
-        )
-    verdict = partition.producers.check(headers[0])
+    header = headers[0]
+    if header.is_transactional:
+        if txn is None:
+            return _failed(
+                data.index, ErrorCode.INVALID_TXN_STATE, "a transactional batch needs a transactional id"
+            )
+        refusal = txn[1](txn[0], header.producer_id, header.producer_epoch, topic.name, data.index)
+        if refusal != ErrorCode.NONE:
+            return _failed(data.index, refusal, f"not in an ongoing transaction of {txn[0]!r}")
+    verdict = partition.producers.check(header)
     if verdict.error != ErrorCode.NONE:
         return _failed(data.index, verdict.error, verdict.message)
     if verdict.duplicate_of is not None:  # a retry of a batch already appended: its first answer
@@ -105,7 +122,9 @@ def _append(
             log_start_offset=partition.log_start_offset,
         )
     base_offset = partition.append(blob, headers, partition.leader_epoch)
-    partition.producers.appended(headers[0], base_offset)
+    partition.producers.appended(header, base_offset)
+    if header.is_transactional:
+        partition.transactions.began(header.producer_id, base_offset)
     return PartitionProduceResponse(
         index=data.index,
         error_code=0,

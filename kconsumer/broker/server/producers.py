@@ -100,6 +100,13 @@ class PartitionProducers:
         known.last_sequence = _last_sequence(header)
         known.recent.append((header.base_sequence, known.last_sequence, base_offset))
 
+    def marked(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker of `producer_id` at `epoch` was appended: the partition knows
+        the epoch from now on (older ones are fenced; a newer epoch's batches start at 0)."""
+        known = self._producers.get(producer_id)
+        if known is None or epoch > known.epoch:
+            self._producers[producer_id] = _Producer(epoch, -1)
+
 
 class ProducerIds:
     """Producer ids and epochs handed out by InitProducerId (one counter for the cluster)."""

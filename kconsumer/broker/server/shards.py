@@ -106,6 +106,14 @@ class CoordinatorShards:
         self._arm(partition)
         return answer
 
+    def complete_transaction(self, group_id: str, producer_id: int, committed: bool) -> None:
+        """A transaction marker for `group_id`: the producer's pending offsets are committed or dropped."""
+        partition = self.partition_of(group_id)
+        coordinator = self.of_partition(partition)
+        records = coordinator.complete_transaction(group_id, producer_id, committed, self.now_ms())
+        self._observe(coordinator, records, CAUSE_REQUEST)
+        self._arm(partition)
+
     def _deliver(self, partition: int, replies: list[tuple[int, Message]]) -> None:
         """Send deferred answers to the requests waiting for them."""
         for ticket, response in replies:

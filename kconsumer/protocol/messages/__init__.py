@@ -17,6 +17,7 @@ from . import (
     produce,
     producer_ids,
     sasl,
+    transactions,
 )
 
 _MODULES = (
@@ -33,6 +34,7 @@ _MODULES = (
     produce,
     producer_ids,
     sasl,
+    transactions,
 )
 
 
