@@ -35,7 +35,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <pre>
  * KafkaPeer consume --bootstrap HOST:PORT --group G (--topics a,b | --pattern REGEX) [--name N]
  *                   [--instance-id I] [--commit-every-ms 200] [--prop key=value ...]
- * KafkaPeer produce --bootstrap HOST:PORT --topic T --count N [--partition P] [--prop key=value ...]
+ * KafkaPeer produce --bootstrap HOST:PORT --topic T --count N [--partition P] [--end commit|abort]
+ *                   [--prop key=value ...]
  * </pre>
  *
  * consume: a KafkaConsumer (group.protocol=consumer unless a --prop says otherwise) reporting
@@ -50,7 +51,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * produce: a KafkaProducer with the client's defaults (idempotence on) sending N records,
  * reporting {"event":"produced","partition":..,"offset":..} per record, then {"event":"done"},
- * or {"event":"error","message":..} and exit status 1.
+ * or {"event":"error","message":..} and exit status 1. With a transactional.id (a --prop), the
+ * records are sent in one transaction, committed or aborted as --end says (commit by default).
  */
 public final class KafkaPeer {
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
@@ -272,7 +274,13 @@ public final class KafkaPeer {
         String topic = one(options, "topic", "topic");
         int count = Integer.parseInt(one(options, "count", "1"));
         String partition = one(options, "partition", null);
+        boolean transactional = props.getProperty("transactional.id") != null;
+        boolean abort = "abort".equals(one(options, "end", "commit"));
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+            if (transactional) {
+                producer.initTransactions();
+                producer.beginTransaction();
+            }
             List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 byte[] value = ("java-" + i).getBytes(StandardCharsets.UTF_8);
@@ -284,6 +292,11 @@ public final class KafkaPeer {
                 RecordMetadata metadata = future.get();
                 OUT.println("{\"event\":\"produced\",\"partition\":" + metadata.partition() + ",\"offset\":"
                         + metadata.offset() + "}");
+            }
+            if (transactional && abort) {
+                producer.abortTransaction();
+            } else if (transactional) {
+                producer.commitTransaction();
             }
             OUT.println("{\"event\":\"done\"}");
         } catch (Exception e) {
