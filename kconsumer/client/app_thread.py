@@ -369,9 +369,9 @@ class AppThread:
         if not wanted:
             return {}
         runtime = self.runtime
-        isolation = (
-            1 if runtime.config.librdkafka_passthrough.get("isolation.level") == "read_committed" else 0
-        )
+        # librdkafka's default, read_committed: a reset to the latest offset is the last stable one
+        level = runtime.config.librdkafka_passthrough.get("isolation.level", "read_committed")
+        isolation = 1 if level == "read_committed" else 0
         timeout = min(runtime.config.request_timeout_ms / 1000, RESET_LOOKUP_TIMEOUT_S)
         try:
             found: dict[Key, int] = runtime.ask(

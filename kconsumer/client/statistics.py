@@ -154,7 +154,7 @@ def consumer_statistics(
 ) -> GroupStatistics | None:
     """Route a fetching consumer's statistics (`route_statistics`); the `GroupStatistics` that
     rewrites them for the application's ``stats_cb`` when it has one and a group (else None)."""
-    read_committed = isolation_level == "read_committed"
+    read_committed = isolation_level in (None, "read_committed")  # librdkafka's default
     statistics = GroupStatistics(read_committed) if group and callable(rd_config.get("stats_cb")) else None
     route_statistics(rd_config, metrics, statistics, read_committed)
     return statistics
