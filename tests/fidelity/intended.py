@@ -14,6 +14,9 @@ INTENDED: dict[tuple[str, str], str] = {
     ("api_versions_ranges", "ranges of the APIs both serve"): (
         "Produce: Apache Kafka advertises versions 0-2 but refuses them (KAFKA-18659); the reference "
         "cluster advertises 3-13, what it accepts. ApiVersions v5 and DeleteGroups v3 (Kafka 4.4) are "
-        "not implemented by kconsumer's codec yet: a client negotiates the lower common version."
+        "not implemented by kconsumer's codec yet: a client negotiates the lower common version. "
+        "Transactions: AddPartitionsToTxn 0-3 (v4+ are broker-to-broker), and EndTxn, TxnOffsetCommit "
+        "and InitProducerId without the versions of transactions v2 (KIP-890 part 2, which the "
+        "reference cluster does not advertise): clients use transactions v1 on it."
     ),
 }

@@ -5,7 +5,8 @@ comparable data.
 Normalisation keeps what a client acts on and drops what legitimately differs between two runs:
 
 * member ids become ``<member 1>``, ``<member 2>``, ... in order of first appearance (a server
-  generates them at random), topic ids ``<topic NAME>`` (unknown ones ``<unknown topic id>``);
+  generates them at random), producer ids ``<producer 1>``, ..., topic ids ``<topic NAME>``
+  (unknown ones ``<unknown topic id>``);
 * topics get a name of their own per run (``orders.7``; `t` gives it), shown by their logical
   name (``orders``): a shared Apache Kafka deletes the previous run's topics asynchronously, and a
   group must never see another run's topic of the same name;
@@ -29,7 +30,12 @@ from kconsumer.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatResponse,
 )
 from kconsumer.protocol.messages.list_groups import DeleteGroupsRequest
-from kconsumer.protocol.messages.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from kconsumer.protocol.messages.metadata import (
+    COORDINATOR_KEY_TYPE_GROUP,
+    COORDINATOR_KEY_TYPE_TRANSACTION,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from kconsumer.protocol.schema import Message, Struct
 from kconsumer.protocol.uuid import ZERO_UUID, Uuid
 from kconsumer.testing.wire import WireClient
@@ -71,6 +77,7 @@ class Script:
         self._bootstrap = WireClient.connect(host, int(port), client_id="fidelity")
         self._clients: dict[int, WireClient] = {}
         self._members: dict[str, str] = {}
+        self._producers: dict[int, str] = {}
         self._topics: dict[Uuid, str] = {}
         #: What the scenario observed, in order: (label, normalised value).
         self.observed: list[tuple[str, Any]] = []
@@ -140,12 +147,13 @@ class Script:
 
     # -- requests --------------------------------------------------------------------------------
 
-    def coordinator(self, group: str) -> WireClient:
-        """A connection to the group's coordinator (found with FindCoordinator, waited for)."""
+    def coordinator(self, group: str, key_type: int = COORDINATOR_KEY_TYPE_GROUP) -> WireClient:
+        """A connection to the coordinator of the group (or, with `key_type` 1, of the
+        transactional id), found with FindCoordinator and waited for."""
         deadline = time.monotonic() + 30
         while True:
             answer = self._bootstrap.call(
-                FindCoordinatorRequest(coordinator_keys=[group]), FindCoordinatorResponse
+                FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group]), FindCoordinatorResponse
             )
             found = answer.coordinators[0]
             if found.error_code == 0:
@@ -159,12 +167,25 @@ class Script:
             self._clients[found.node_id] = client
         return client
 
-    def send(self, request: Message, *, group: str | None = None, version: int | None = None) -> Message:
-        """`request` to the group's coordinator (any broker when `group` is None), at `version`
-        (the highest both sides speak when None)."""
+    def send(
+        self,
+        request: Message,
+        *,
+        group: str | None = None,
+        version: int | None = None,
+        transactional_id: str | None = None,
+    ) -> Message:
+        """`request` to the group's coordinator (to the transactional id's with
+        `transactional_id`; any broker when neither is given), at `version` (the highest both
+        sides speak when None)."""
         deadline = time.monotonic() + 30
+        if transactional_id is not None:
+            group = transactional_id
+        key_type = (
+            COORDINATOR_KEY_TYPE_GROUP if transactional_id is None else COORDINATOR_KEY_TYPE_TRANSACTION
+        )
         while True:
-            client = self._bootstrap if group is None else self.coordinator(group)
+            client = self._bootstrap if group is None else self.coordinator(group, key_type)
             answer = client.request(request, version)
             if group is None or _error_code(answer) not in COORDINATOR_MOVING or time.monotonic() > deadline:
                 return answer
@@ -213,6 +234,8 @@ class Script:
             return f"<topic {name}>" if name is not None else "<unknown topic id>"
         if isinstance(value, str) and ("member_id" in field or field == "leader"):
             return self.member(value)
+        if field == "producer_id" and isinstance(value, int) and value >= 0:
+            return self._producers.setdefault(value, f"<producer {len(self._producers) + 1}>")
         if isinstance(value, str) and value in self._logical:
             return self._logical[value]
         if isinstance(value, list):

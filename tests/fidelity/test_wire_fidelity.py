@@ -10,6 +10,7 @@ import pytest
 import scenarios_heartbeat  # noqa: F401  (registers scenarios)
 import scenarios_offsets  # noqa: F401
 import scenarios_protocol  # noqa: F401
+import scenarios_transactions  # noqa: F401
 from backends import KAFKA, REFERENCE, open_cluster
 from intended import INTENDED
 from scenario import SCENARIOS, Observations, Scenario, differences
