@@ -140,7 +140,7 @@ NOTES = {
         "Assignors: `benchmarks/assignor_scale.py` (Kafka's ServerSideAssignorBenchmark grid: partitions "
         "per topic = members × ratio / topics; heterogeneous = 5 subscription buckets; INCREMENTAL = one "
         "member joins), `assign()` only, median and best of the repetitions after a warm-up. Kafka's "
-        "figures are JMH numbers quoted in KAFKA_PROTOCOL_FACTS.md §7: other hardware, the JVM, some "
+        "figures are the JMH numbers its developers published: other hardware, the JVM, some "
         "older algorithm versions — orders of magnitude, not a race. Heartbeats: stable heartbeats (epoch"
         " only) on the sans-IO GroupCoordinator, no network; memory per member under tracemalloc."
     ),

@@ -1,6 +1,6 @@
 """Server-side assignor scale benchmark: ms per ``assign()`` over Kafka's benchmark grid.
 
-Mirrors Kafka's ``ServerSideAssignorBenchmark`` (facts §7): members x partitions-per-member x
+Mirrors Kafka's ``ServerSideAssignorBenchmark``: members x partitions-per-member x
 topics, partitions per topic = members x ratio / topics; HOMOGENEOUS (everyone subscribes to every
 topic) or HETEROGENEOUS (members and topics split into 5 buckets, each bucket's members subscribe
 to that bucket's topics); FULL (no previous assignment) or INCREMENTAL (one member joins a group
@@ -8,7 +8,7 @@ whose previous target is the assignor's own FULL result; the joiner subscribes l
 member in the heterogeneous case). Only ``assign()`` is timed, as in Kafka. Each case prints the
 median and the best of the timed runs: on a busy machine the best is the steadier figure.
 
-Kafka's published figures (JMH, ms/op, quoted in KAFKA_PROTOCOL_FACTS.md §7) are printed next to
+Kafka's published figures (JMH, ms/op, as Kafka's developers published them) are printed next to
 the cases they exist for. They were measured on other hardware, on the JVM, and some on older
 versions of the algorithms: read them as orders of magnitude.
 

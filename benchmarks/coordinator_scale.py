@@ -2,7 +2,7 @@
 
 * **Assignors**: `benchmarks.assignor_scale` (a colleague's mirror of Kafka's
   ``ServerSideAssignorBenchmark``), run over the chosen grid, each case next to Kafka's published
-  JMH figure where one exists (KAFKA_PROTOCOL_FACTS.md §7; other hardware, the JVM: orders of
+  JMH figure where one exists (as published with Kafka's benchmarks; other hardware, the JVM: orders of
   magnitude) and our targets.
 * **Heartbeats**: a stable group of 10,000 members on `kconsumer.broker.coordinator.GroupCoordinator`
   (the sans-IO core, no network): built by 10,000 joins batched by the assignment interval (one

@@ -93,6 +93,10 @@ def run_worker(
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
             "linger.ms": 5,
+            # Apache Kafka writes the markers of a commit asynchronously: the next transaction's
+            # AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS until they are written, and
+            # librdkafka retries after retry.backoff.ms (100 ms by default: 10 transactions/s).
+            "retry.backoff.ms": 10,
             **{k: v for k, v in extra.items() if k.startswith(("security.", "sasl.", "ssl."))},
         }
     )

@@ -23,7 +23,7 @@ PartitionsByTopicId = Mapping[Uuid, frozenset[int]]
 
 
 class SubscriptionType(enum.Enum):
-    """HOMOGENEOUS when every member subscribes to the same topics, else HETEROGENEOUS (facts §5.6)."""
+    """HOMOGENEOUS when every member subscribes to the same topics, else HETEROGENEOUS."""
 
     HOMOGENEOUS = "homogeneous"
     HETEROGENEOUS = "heterogeneous"

@@ -234,7 +234,7 @@ class Consumer(HandleFacade):
     def update_assignor_metadata(self, name: str | None = None) -> None:
         """Read ``metadata()`` of the local assignor `name` (every one when None) again and
         announce it in the next heartbeat. A new version or new bytes, or a non-zero reason,
-        make the coordinator compute a new assignment (EXTENSIONS.md §3.3)."""
+        make the coordinator compute a new assignment (docs/assignor-protocol.md)."""
         runtime, assignors = self._local_assignors()
         for event in assignors.metadata_events(name):
             runtime.post(event)

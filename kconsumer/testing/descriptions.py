@@ -48,7 +48,7 @@ class GroupDescription:
     group_id: str
     #: The group epoch.
     epoch: int
-    #: ``Empty``, ``Assigning``, ``Reconciling`` or ``Stable`` (facts §5.12).
+    #: ``Empty``, ``Assigning``, ``Reconciling`` or ``Stable``.
     state: str
     #: The epoch of the current target assignment.
     assignment_epoch: int

@@ -37,7 +37,7 @@ def check_topics_exist(topic_ids: Iterable[Uuid], topics: Mapping[Uuid, TopicMet
 def common_subscription(spec: GroupSpec, members: Sequence[MemberSpec]) -> frozenset[Uuid] | None:
     """The one subscription every member shares, or None if the group is not really homogeneous.
 
-    Only consulted when `spec` says HOMOGENEOUS, which the coordinator computes (facts §5.6).
+    Only consulted when `spec` says HOMOGENEOUS, which the coordinator computes.
     Like Kafka the assignors then trust the flag, but cheaply: two subscriptions count as equal
     when they are the same object, or have the same size and the same (cached) frozenset hash.
     Comparing every subscription element by element would cost more than the whole homogeneous

@@ -1,4 +1,4 @@
-"""The ``range`` assignment algorithm (facts §6.2): the server-side assignor ``range``, run on a
+"""The ``range`` assignment algorithm: the server-side assignor ``range``, run on a
 member by `kconsumer.assignors.RangeAssignor`.
 
 Members are ordered static first (by instance id), then dynamic (by member id). For each topic,

@@ -1,4 +1,4 @@
-"""The ``uniform`` assignment algorithm (facts §6.1): Kafka's default server-side assignor, run on a
+"""The ``uniform`` assignment algorithm: Kafka's default server-side assignor, run on a
 member by `kconsumer.assignors.UniformAssignor`.
 
 It picks its algorithm from the group's subscription type: `assign_homogeneous` when every member

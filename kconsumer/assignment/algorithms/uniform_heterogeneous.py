@@ -1,4 +1,4 @@
-"""The uniform assignor when members subscribe to different topics (facts §6.1, "Heterogeneous").
+"""The uniform assignor when members subscribe to different topics.
 
 The shape of Kafka's builder since KAFKA-17710 (4.0.0), in three steps:
 

@@ -1,4 +1,4 @@
-"""The uniform assignor when every member subscribes to the same topics (facts §6.1, "Homogeneous").
+"""The uniform assignor when every member subscribes to the same topics.
 
 Balance comes before stickiness: with ``T`` partitions and ``N`` members every member ends with
 ``T // N`` partitions, and ``T % N`` of them with one more. Within that constraint members keep as

@@ -2,7 +2,7 @@
 (`kconsumer.assignment.algorithms`: ``uniform`` and ``range``) and custom ones.
 
 ``group.consumer.assignors`` (`CoordinatorConfig.assignors`) lists assignors, the first being the
-default (facts §5.16). An entry is the name of a registered assignor (``uniform``, ``range`` or one
+default. An entry is the name of a registered assignor (``uniform``, ``range`` or one
 added with `register_assignor`), or ``"package.module:Class"``: an importable class implementing
 `ServerAssignor` (built with no arguments) or an importable assignor instance. Members ask for an
 assignor by its ``name``; `resolve_assignors` turns the configured entries into instances.

@@ -1,4 +1,4 @@
-"""Coordinator configuration, with Kafka 4.3's defaults (facts §5.16)."""
+"""Coordinator configuration, with Kafka 4.3's defaults."""
 
 from __future__ import annotations
 

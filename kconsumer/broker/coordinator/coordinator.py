@@ -284,7 +284,7 @@ class GroupCoordinator:
     # -- metadata ----------------------------------------------------------------------------
 
     def update_metadata(self, image: MetadataImage, now_ms: int) -> list[Record]:
-        """Apply a new topic image (facts §5.15): offsets of deleted topics are removed, regexes
+        """Apply a new topic image: offsets of deleted topics are removed, regexes
         re-resolved, and groups whose subscribed topics changed get a new epoch."""
         previous, self.image = self.image, image
         ctx = self._context(now_ms)

@@ -1,4 +1,4 @@
-"""ConsumerGroupDescribe and ListGroups (facts §3.5-§3.6, §5.12)."""
+"""ConsumerGroupDescribe and ListGroups."""
 
 from __future__ import annotations
 

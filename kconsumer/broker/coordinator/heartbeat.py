@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat on the coordinator (facts §5.1-§5.8, Kafka 4.3.1 semantics).
+"""ConsumerGroupHeartbeat on the coordinator (Kafka 4.3.1 semantics).
 
 One heartbeat: validate the request; take the leave path for epochs -1/-2; otherwise find or
 create the group and the member (dynamic or static), check the epoch, update the member, bump
@@ -56,7 +56,7 @@ def _blank(value: str | None) -> bool:
 
 
 def validate(ctx: Context, request: ConsumerGroupHeartbeatRequest, version: int) -> None:
-    """The request checks of facts §5.2 plus the extension's (docs/assignor-protocol.md §1)."""
+    """Kafka's request checks plus the extension's (docs/assignor-protocol.md §1)."""
     epoch = request.member_epoch
     if (version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and not request.member_id.strip():
         raise _invalid("MemberId can't be empty.")
@@ -232,7 +232,7 @@ def _heartbeat(
 
     error = maybe_update_target(ctx, group)
     if error is not None:
-        raise error  # the caller rolls every record of this heartbeat back (facts §5.7.5)
+        raise error  # the caller rolls every record of this heartbeat back
 
     member = reconcile_member(ctx, group, member, owned, subscription_changed)
     ctx.timers.schedule(session_timer(group.group_id, member_id), ctx.now_ms + ctx.config.session_timeout_ms)
@@ -242,7 +242,7 @@ def _heartbeat(
 def _resolve_member(
     ctx: Context, group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, member_id: str
 ) -> tuple[ConsumerGroupMember | None, ConsumerGroupMember | None]:
-    """(existing member or None for a new one, static member being replaced or None); facts §5.4."""
+    """(existing member or None for a new one, static member being replaced or None)."""
     epoch = request.member_epoch
     existing = None if group is None else group.members.get(member_id)
     if request.instance_id is None:
@@ -311,7 +311,7 @@ def _check_epoch(
 
 
 def _take_over_classic_group(ctx: Context, group_id: str, epoch: int) -> None:
-    """A classic group of that id: deleted if empty and the member joins (facts §5.4); a
+    """A classic group of that id: deleted if empty and the member joins; a
     non-empty one is converted into a consumer group if the migration policy allows it (Kafka's
     getOrMaybeCreateConsumerGroup), else it is not a consumer group."""
     classic = ctx.state.classic_groups.get(group_id)

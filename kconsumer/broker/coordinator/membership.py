@@ -45,7 +45,7 @@ def remove_member(
 
 
 def fence_member(ctx: Context, group: ConsumerGroup, member_id: str) -> None:
-    """Remove a member and bump the group epoch (facts §5.10): leave -1, session or rebalance
+    """Remove a member and bump the group epoch: leave -1, session or rebalance
     timeout, static full leave. When it was the last member using the consumer protocol, the
     group becomes a classic group instead (online downgrade)."""
     if migration.may_downgrade_on_leave(ctx, group, member_id):

@@ -1,4 +1,4 @@
-"""The coordinator's in-memory model of consumer groups (KIP-848; facts §5).
+"""The coordinator's in-memory model of consumer groups (KIP-848).
 
 A group has an epoch, members, a target assignment with its own epoch and, per member, the
 *current* assignment the member is reconciling towards its target. Members are immutable values
@@ -105,7 +105,7 @@ class CurrentAssignment:
     state: MemberAssignmentState = MemberAssignmentState.STABLE
     assigned: AssignedPartitions = field(default_factory=dict)
     #: Partitions the member must give up, still with the epoch at which each was assigned (4.3,
-    #: Kafka's TopicPartitionsWithEpochs): offset commits are checked against it (facts §5.13).
+    #: Kafka's TopicPartitionsWithEpochs): offset commits are checked against it.
     pending_revocation: AssignedPartitions = field(default_factory=dict)
 
     def assigned_sets(self) -> dict[Uuid, frozenset[int]]:
@@ -199,7 +199,7 @@ class ConsumerGroup:
         return None if owners is None else owners.get(partition)
 
     def state(self) -> GroupState:
-        """The group state as Kafka derives it (facts §5.12)."""
+        """The group state as Kafka derives it."""
         if not self.members:
             return GroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
@@ -255,7 +255,7 @@ class ConsumerGroup:
         return all(m.uses_classic_protocol for mid, m in self.members.items() if mid != member_id)
 
     def is_homogeneous(self) -> bool:
-        """Every member subscribes to the same names and no regex, or all to one regex (facts §5.6)."""
+        """Every member subscribes to the same names and no regex, or all to one regex."""
         count = len(self.members)
         if not self.subscribed_regexes:
             return all(n == count for n in self.subscribed_names.values())

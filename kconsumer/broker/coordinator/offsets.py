@@ -1,4 +1,4 @@
-"""OffsetCommit and OffsetFetch on the coordinator (facts §5.13-§5.14, Kafka 4.3 rules).
+"""OffsetCommit and OffsetFetch on the coordinator (Kafka 4.3 rules).
 
 Offsets are stored by topic name and partition, with the topic id they were committed under
 (Kafka 4.1+): an offset whose id differs from the topic's current id (the topic was deleted and

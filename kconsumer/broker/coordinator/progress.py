@@ -23,7 +23,7 @@ def replace_static_member(
 ) -> ConsumerGroupMember:
     """A static member rejoining under a new member id takes over the old one's assignment."""
     target = group.target.get(old.member_id)
-    # Its session timer stays armed and is ignored when it fires (facts §5.11). The new member takes
+    # Its session timer stays armed and is ignored when it fires. The new member takes
     # over its subscription: the regexes it uses stay resolved (a change of subscription in this
     # heartbeat drops the ones left unused, as any subscription change does).
     remove_member(ctx, group, old.member_id, cancel_timers=False, drop_regexes=False)
@@ -72,7 +72,7 @@ def reconcile_member(
         and current.member_epoch == group.assignment_epoch
         and not subscription_changed
     ):
-        return member  # fully reconciled: nothing to do (facts §5.8)
+        return member  # fully reconciled: nothing to do
     new_current = reconcile(
         member.member_id,
         current,

@@ -1,5 +1,5 @@
 """Moving a member's current assignment towards its target (Kafka's CurrentAssignmentBuilder;
-facts §5.8, Kafka 4.3 semantics).
+Kafka 4.3 semantics).
 
 A partition moves only after its previous owner has acknowledged the revocation: the new owner
 gets it once no other member holds it as assigned or pending revocation ("unreleased"), so no

@@ -1,4 +1,4 @@
-"""Computing and installing a group's target assignment (facts §5.7).
+"""Computing and installing a group's target assignment.
 
 The target is recomputed when the group epoch is ahead of the target's epoch. A server-side
 assignor computes it inline; a client-side one is asked through a member (see

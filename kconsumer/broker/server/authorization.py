@@ -1,5 +1,5 @@
 """Authorization of each request with the listener's ACLs (`security.Authorizer`), where and how
-Kafka's KafkaApis checks them (facts §5.1, §5.13, §5.14):
+Kafka's KafkaApis checks them:
 
 =========================  ==================================  ===================================
 API                        group                               topics

@@ -1,4 +1,4 @@
-"""Client-side assignor hooks of the member (EXTENSIONS.md): what the heartbeat announces and when
+"""Client-side assignor hooks of the member (docs/assignor-protocol.md): what the heartbeat announces and when
 this member must compute the group's assignment.
 
 * The configured local assignors and their current metadata go in the heartbeat's ClientAssignors
@@ -6,7 +6,7 @@ this member must compute the group's assignment.
   delta rule).
 * `request_assignment` sets a non-zero Reason (the application asks for a new assignment). Once a
   heartbeat carrying it succeeded, the Reason goes back to 0 (sent in the next heartbeat; a change
-  to 0 does not bump the group epoch, EXTENSIONS.md §3.3), so a later request is again a change.
+  to 0 does not bump the group epoch, docs/assignor-protocol.md), so a later request is again a change.
 * A response with ShouldComputeAssignment=true starts one computation
   (`ComputeClientAssignment(epoch)`); while it runs, further requests are ignored. Its outcome:
   success or UNKNOWN_MEMBER_ID ends it; STALE_MEMBER_EPOCH and retriable errors retry it after the

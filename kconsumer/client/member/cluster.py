@@ -2,7 +2,7 @@
 requests that learn them (Metadata, FindCoordinator, ListOffsets). Pure: the session sends the
 requests this module builds and hands their answers back.
 
-Versions: Metadata looks topics up by id from v12 (facts §3.2; an older broker is asked for every
+Versions: Metadata looks topics up by id from v12 (an older broker is asked for every
 topic instead); FindCoordinator batches keys from v4 (KIP-699).
 """
 
@@ -30,7 +30,7 @@ from ...protocol.uuid import ZERO_UUID, Uuid
 from .effects import Node
 from .model import PartitionOffset, TopicIdPartition
 
-#: The first Metadata version whose topics can be looked up by id (facts §3.2).
+#: The first Metadata version whose topics can be looked up by id.
 METADATA_BY_ID_VERSION = 12
 #: FindCoordinator v4 batches keys (KIP-699).
 FIND_COORDINATOR_BATCHED_VERSION = 4

@@ -1,7 +1,7 @@
 """Offset commits and committed-offset fetches: when to send them and what to do with their errors.
 
 Every OffsetCommit and OffsetFetch carries the member id and the member epoch current when it is
-sent (facts §5.13-§5.14). A commit is a logical operation (`commit_id`) that may take several
+sent. A commit is a logical operation (`commit_id`) that may take several
 attempts (`request_id` each); its partitions are filtered against the owned set **at every send**,
 so the offsets of a partition the member no longer owns are never committed.
 
@@ -25,7 +25,7 @@ UNKNOWN_TOPIC_ID and UNKNOWN_TOPIC_OR_PARTITION fail it too (a deleted topic: re
 NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and transport failures also ask for a new coordinator.
 
 Committed-offset fetches (for newly assigned partitions) follow the same epoch rule (the epoch must
-equal the member's, facts §5.14) and retry every other error with backoff until the reconciliation
+equal the member's) and retry every other error with backoff until the reconciliation
 that asked for them ends (a fence cancels them); non-retriable errors are also reported. A fetch
 whose only errors are UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION is done: those partitions are
 marked `TOPIC_GONE_OFFSET` (their topic was deleted) and are not fetched.

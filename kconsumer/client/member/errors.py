@@ -1,4 +1,4 @@
-"""What the member does with each heartbeat error (facts §3.4, §5), and the errors it reports.
+"""What the member does with each heartbeat error, and the errors it reports.
 
 `HEARTBEAT_ERRORS` is the table: error code -> action and the advice given to the user. Codes not
 in it are retried when retriable (``ErrorCode.retriable``) and fatal otherwise, as in Kafka's
@@ -194,7 +194,7 @@ def pattern_needs_v1(pattern: str) -> UnsupportedFeatureError:
 
 
 def client_assignors_unsupported(names: list[str]) -> UnsupportedFeatureError:
-    """Local assignors, but the coordinator lacks the extension APIs (EXTENSIONS.md §4.2)."""
+    """Local assignors, but the coordinator lacks the extension APIs (docs/assignor-protocol.md)."""
     return UnsupportedFeatureError(
         f"client-side assignors (group.local.assignors: {', '.join(names)}) need the kconsumer reference "
         "coordinator (the only one offering the ConsumerGroupPrepareAssignment/InstallAssignment APIs); "

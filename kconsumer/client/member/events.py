@@ -201,7 +201,7 @@ class ClientAssignmentResult(Event):
 
 @dataclass(frozen=True)
 class AssignorMetadataUpdated(Event):
-    """A local assignor's member metadata changed; sent in the next heartbeat (EXTENSIONS.md §3.3:
+    """A local assignor's member metadata changed; sent in the next heartbeat (docs/assignor-protocol.md:
     new metadata asks for a new assignment)."""
 
     name: str

@@ -2,7 +2,7 @@
 
 Always sent: GroupId, MemberId, MemberEpoch, and InstanceId when the member is static. InstanceId
 goes in every request, as Kafka's consumer does, because the coordinator takes the static-member
-path only when it is present (facts §5.3-§5.4) and a -2 leave without it is INVALID_REQUEST.
+path only when it is present and a -2 leave without it is INVALID_REQUEST.
 
 Sent only when changed since the last request, and all together in a *full* request (the join with
 epoch 0, and the first request after `reset`, which the core calls after every error or failure):
@@ -15,7 +15,7 @@ SubscribedTopicNames  and SubscribedTopicRegex, always **together**: names with 
                       aborts on names with a null regex; ``""`` means "no regex" to Kafka)
 ServerAssignor        ``group.remote.assignor``
 TopicPartitions       the owned partitions, by topic id
-ClientAssignors       tag 10000 (EXTENSIONS.md), the local assignors and their metadata
+ClientAssignors       tag 10000 (docs/assignor-protocol.md), the local assignors and their metadata
 ====================  ===============================================================
 
 Version 0 has no SubscribedTopicRegex: a pattern subscription cannot be built at v0 (the core

@@ -25,7 +25,7 @@ from ...protocol.messages.offsets import (
 from ...protocol.uuid import ZERO_UUID, Uuid
 from .model import PartitionOffset, TopicIdPartition
 
-#: The first OffsetCommit version a consumer-protocol member may use (facts §5.13).
+#: The first OffsetCommit version a consumer-protocol member may use.
 COMMIT_MIN_VERSION = 9
 #: Topic ids instead of names (KIP-848).
 BY_ID_VERSION = 10

@@ -1,4 +1,4 @@
-"""CreateTopics (19), DeleteTopics (20) and CreatePartitions (37); facts §1 and §3.9.
+"""CreateTopics (19), DeleteTopics (20) and CreatePartitions (37).
 
 Kafka 4.x implements CreateTopics v2-7 (flexible 5+; v7 returns the new topic's id), DeleteTopics
 v1-6 (flexible 4+; v6 deletes by name or id) and CreatePartitions v0-3 (flexible 2+).

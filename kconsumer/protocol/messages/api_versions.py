@@ -1,4 +1,4 @@
-"""ApiVersions (18); facts §3.1.
+"""ApiVersions (18).
 
 The first request on every connection. v0-2 have an empty request body; v3 (the first flexible
 version) lets the client name its software. The response is always read with response header v0

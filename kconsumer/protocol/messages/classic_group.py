@@ -1,5 +1,5 @@
 """The classic group protocol: JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14) and
-DescribeGroups (15), every version Kafka 4.1+ accepts (facts §1 and §3).
+DescribeGroups (15), every version Kafka 4.1+ accepts.
 
 The protocol bytes (`metadata`, `assignment`) are opaque to the coordinator; consumers put Kafka's
 ConsumerProtocol subscription and assignment in them (`kconsumer.protocol.consumer_protocol`).

@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), KIP-848; facts §3.4-§3.5.
+"""ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), KIP-848.
 
 The heartbeat carries kconsumer's client-side-assignor extension as tagged fields 10000+
 (docs/assignor-protocol.md §1); a real broker skips them.

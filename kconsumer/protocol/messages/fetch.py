@@ -1,4 +1,4 @@
-"""Fetch (1); facts §1 and §3.9.
+"""Fetch (1).
 
 Kafka 4.x implements v4-17 (4.0) and v4-18 (4.1+); v12 is the first flexible version. Along the
 way: v5 LogStartOffset, v7 fetch sessions (SessionId/SessionEpoch, ForgottenTopicsData), v9

@@ -1,4 +1,4 @@
-"""ListOffsets (2); facts §1 and §3.9.
+"""ListOffsets (2).
 
 Kafka 4.x implements v1-10 (4.0/4.1) and v1-11 (4.2+); v0 (the offsets array) was removed in 4.0.
 v2 adds IsolationLevel, v4 leader epochs, v6 is the first flexible version, v10 adds TimeoutMs.

@@ -1,4 +1,4 @@
-"""Metadata (3) and FindCoordinator (10); facts §3.2-§3.3.
+"""Metadata (3) and FindCoordinator (10).
 
 Metadata: topic ids appear in v10, but looking a topic up *by id* works from v12 (where the
 response's topic name becomes nullable); v13 adds a top-level ErrorCode at the end of the

@@ -1,4 +1,4 @@
-"""OffsetCommit (8), OffsetFetch (9) and OffsetDelete (47); facts §3.7-§3.8.
+"""OffsetCommit (8), OffsetFetch (9) and OffsetDelete (47).
 
 v9 is the first version usable with the consumer protocol (member id and epoch); v10 replaces
 topic names by topic ids. OffsetFetch v8+ batches several groups.

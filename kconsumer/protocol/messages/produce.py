@@ -1,4 +1,4 @@
-"""Produce (0); facts §1 and §3.9.
+"""Produce (0).
 
 Kafka 4.x implements v3-13 (v0-2 were removed in 4.0; the broker still *advertises* a minimum of 0
 because of KAFKA-18659, yet rejects those versions). v9 is the first flexible version, v10 adds the
