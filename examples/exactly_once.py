@@ -84,7 +84,7 @@ def run_worker(
             "group.protocol": "consumer",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
+            "isolation.level": "read_committed",  # also: offsets pending in a transaction are waited for
             **extra,
         }
     )
@@ -284,6 +284,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--stall-at", help="STEP:N:SECONDS: sleep there (a zombie in the making)")
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--max-poll-interval-ms", help="the consumer's max.poll.interval.ms")
+    parser.add_argument("--isolation-level", default="read_committed", help="the consumer's isolation.level")
     args = parser.parse_args(argv)
     if args.mode == "demo":
         return demo(args.bootstrap_servers)
@@ -322,7 +323,10 @@ def _worker_process(args: argparse.Namespace) -> int:
         at_step=at_step,
         report=report,
         batch=args.batch,
-        settings={"max.poll.interval.ms": args.max_poll_interval_ms} if args.max_poll_interval_ms else None,
+        settings={
+            "isolation.level": args.isolation_level,
+            **({"max.poll.interval.ms": args.max_poll_interval_ms} if args.max_poll_interval_ms else {}),
+        },
     )
     report(f"done {progress.committed} {progress.aborted} {progress.records}")
     return 0

@@ -350,6 +350,7 @@ class ConsumerConfig:
             auto_offset_reset=self.auto_offset_reset,
             retry_backoff_ms=self.retry_backoff_ms,
             retry_backoff_max_ms=self.retry_backoff_max_ms,
+            require_stable=self.librdkafka_passthrough.get("isolation.level") != "read_uncommitted",
             classic=self._classic_settings(),
         )
 

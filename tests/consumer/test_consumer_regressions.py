@@ -137,7 +137,7 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
 
         def ask(self, query: _Any, timeout_s: float) -> _Any:
             event = query(1, 0)
-            assert isinstance(event, OffsetsQuery) and event.isolation_level == 0
+            assert isinstance(event, OffsetsQuery) and event.isolation_level == 1  # read_committed by default
             self.asked.append(dict(event.timestamps))
             if self.answer is None:
                 raise TimeoutError("broker unreachable")

@@ -53,3 +53,29 @@ def test_a_groups_backlog_from_committed_to_latest(spark: Any, cluster: Cluster)
     assert rows == [("t", 0, o) for o in range(7, 10)] + [("t", 1, o) for o in range(10)]
     # The read committed nothing and did not join.
     assert cluster.committed("backfill") == {("t", 0): 7}
+
+
+def test_read_committed_by_default_skipping_aborted_records_and_markers(spark: Any, cluster: Cluster) -> None:
+    """Aborted transactions and transaction markers take offsets no row has: a range ends at its
+    end offset all the same, and only read_uncommitted reads return the aborted records."""
+    import confluent_kafka as ck
+
+    cluster.create_topic("t", partitions=1)
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "spark-txn"})
+    producer.init_transactions(30)
+    offsets: dict[str, list[int]] = {"commit": [], "abort": []}
+    for end, count in (("commit", 3), ("abort", 2), ("commit", 1)):
+        producer.begin_transaction()
+        for i in range(count):
+            producer.produce(
+                "t",
+                value=f"{end}{i}".encode(),
+                partition=0,
+                on_delivery=lambda _e, m, e=end: offsets[e].append(m.offset()),
+            )
+        producer.flush(30)
+        (producer.commit_transaction if end == "commit" else producer.abort_transaction)(30)
+    committed = [("t", 0, o) for o in sorted(offsets["commit"])]
+    everything = sorted(committed + [("t", 0, o) for o in offsets["abort"]])
+    assert _read(spark, cluster, subscribe="t") == committed
+    assert _read(spark, cluster, subscribe="t", **{"kafka.isolation.level": "read_uncommitted"}) == everything

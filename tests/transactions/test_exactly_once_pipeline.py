@@ -78,17 +78,17 @@ def test_every_input_record_is_committed_exactly_once_through_crashes_at_every_s
                 worker.stop()
 
 
-def _zombie_run(cluster: Cluster) -> tuple[str, list[str]]:
-    """A zombie worker next to a steady one: the zombie's first report after it wakes, and the
-    ledger's problems with the committed output."""
+def _zombie_run(cluster: Cluster, step: str = "after-produce", *steady_options: str) -> tuple[str, list[str]]:
+    """A zombie worker stalling at `step` of its third transaction next to a steady one: the
+    zombie's first report after it wakes, and the ledger's problems with the committed output."""
     source, sink, group = _names()
     cluster.create_topic(source, PARTITIONS)
     cluster.create_topic(sink, PARTITIONS)
     bootstrap = cluster.bootstrap_servers
     feeder = InputFeeder(bootstrap, source, PARTITIONS)
-    stall = ("--stall-at", "after-produce:2:6", "--max-poll-interval-ms", "2000")
+    stall = ("--stall-at", f"{step}:2:6", "--max-poll-interval-ms", "2000")
     zombie = Worker(bootstrap, group, source, sink, f"{group}-zombie", *stall)
-    steady = Worker(bootstrap, group, source, sink, f"{group}-steady")
+    steady = Worker(bootstrap, group, source, sink, f"{group}-steady", *steady_options)
 
     def woke_and_tried() -> bool:
         return "resumed" in zombie.lines and len(zombie.lines) > zombie.lines.index("resumed") + 1
@@ -123,5 +123,23 @@ def test_without_kip447_fencing_the_zombie_commits_a_duplicate(
 
     monkeypatch.setattr(txn_offsets, "_group_error", lambda ctx, request: 0)
     after, problems = _zombie_run(cluster)
+    assert after.startswith("committed"), after
+    assert any("committed 2 times" in p for p in problems), problems
+
+
+def test_a_new_owner_waits_for_the_offsets_of_a_zombies_open_transaction(cluster: Cluster) -> None:
+    """The zombie stalls after its offsets were accepted, before its commit: its partitions move,
+    and the new owner's offset fetch (require_stable, as read_committed consumers ask) waits for
+    that transaction to end instead of starting from the older committed offsets; the zombie's
+    commit then goes through, and nothing is committed twice."""
+    after, problems = _zombie_run(cluster, "after-offsets")
+    assert after.startswith("committed"), after
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_without_stable_offsets_the_new_owner_duplicates_the_zombies_batch(cluster: Cluster) -> None:
+    """What require_stable prevents: a read_uncommitted owner does not wait for the open
+    transaction's offsets, reprocesses the zombie's batch, and both commit it."""
+    after, problems = _zombie_run(cluster, "after-offsets", "--isolation-level", "read_uncommitted")
     assert after.startswith("committed"), after
     assert any("committed 2 times" in p for p in problems), problems

@@ -27,7 +27,13 @@ from ...protocol.uuid import Uuid
 from .cluster import ClusterView, Key
 from .effects import ClassicApi, Node, SendClassicRequest
 from .model import PartitionOffset, TopicIdPartition
-from .offset_requests import BY_ID_VERSION, COMMIT_MIN_VERSION, commit_request, fetch_request
+from .offset_requests import (
+    BY_ID_VERSION,
+    COMMIT_MIN_VERSION,
+    REQUIRE_STABLE_VERSION,
+    commit_request,
+    fetch_request,
+)
 
 
 @dataclass
@@ -246,10 +252,13 @@ class OffsetFetchCall(Call):
     partitions: tuple[TopicIdPartition, ...]
     core_id: int | None = None
     token: int | None = None
+    #: Ask for stable offsets (read_committed members: UNSTABLE_OFFSET_COMMIT while pending).
+    require_stable: bool = False
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
         version = common_version(ApiKey.OFFSET_FETCH, versions, BY_ID_VERSION)
         request = fetch_request(version, self.group_id, self.member_id, self.member_epoch, self.partitions)
+        request.require_stable = self.require_stable and version >= REQUIRE_STABLE_VERSION
         return request, version
 
 

@@ -196,6 +196,9 @@ class MemberConfig:
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
     default_api_timeout_ms: int = 60_000
+    #: OffsetFetch asks for stable offsets (``isolation.level=read_committed``, KIP-447): a
+    #: partition whose offset is pending in an open transaction is fetched again once it ends.
+    require_stable: bool = False
     classic: ClassicSettings | None = None
     """Set for ``group.protocol=classic`` (JoinGroup/SyncGroup); None for the consumer protocol."""
 

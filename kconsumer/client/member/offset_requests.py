@@ -31,6 +31,8 @@ COMMIT_MIN_VERSION = 9
 BY_ID_VERSION = 10
 #: OffsetFetch v8 batches groups.
 FETCH_GROUPS_VERSION = 8
+#: OffsetFetch v7 adds RequireStable (KIP-447).
+REQUIRE_STABLE_VERSION = 7
 
 
 def _by_topic(partitions: Iterable[TopicIdPartition]) -> dict[tuple[Uuid, str], list[int]]:

@@ -243,13 +243,11 @@ class MemberSession:
 
     def _fetch_offsets(self, effect: FetchCommittedOffsets) -> None:
         classic = self.config.classic is not None  # classic members fetch as Kafka's do: no member id
+        member_id, epoch = (None, -1) if classic else (effect.member_id, effect.member_epoch)
         call = OffsetFetchCall(
-            self.config.group_id,
-            None if classic else effect.member_id,
-            -1 if classic else effect.member_epoch,
-            effect.partitions,
-            core_id=effect.request_id,
+            self.config.group_id, member_id, epoch, effect.partitions, core_id=effect.request_id
         )
+        call.require_stable = self.config.require_stable
         self._to_coordinator(call)
 
     def _refresh(self, effect: RefreshMetadata) -> None:
