@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from kconsumer.broker.coordinator import coordinator as coordinator_module
-from kconsumer.broker.coordinator import reconciliation
+from kconsumer.broker.coordinator import reconciliation, txn_offsets
 from kconsumer.broker.coordinator.classic import in_consumer_group
 from kconsumer.client.member import MemberCore
 from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput, _Commit
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
 from kconsumer.client.member.operations import CallbackNeed, Need, StopNeed, Waiter
+from kconsumer.testing.sim import runtime as sim_runtime
 
 Mutation = Callable[[pytest.MonkeyPatch], None]
 
@@ -140,4 +141,36 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
         frozenset({"commit-by-non-owner", "commit-regressed"}),
     ),
     "coordinator_never_times_out": (coordinator_never_times_out, frozenset({"liveness"})),
+}
+
+
+def coordinator_accepts_any_transactional_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TxnOffsetCommit without KIP-447's member checks: any member id and epoch commit."""
+    monkeypatch.setattr(txn_offsets, "_group_error", lambda ctx, request: 0)
+
+
+def members_fetch_unstable_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Members fetch committed offsets without ``require_stable``: a new owner starts below the
+    offsets of a transaction still open, and reprocesses its records."""
+    original = sim_runtime.MemberConfig
+
+    def config(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **{**kwargs, "require_stable": False})
+
+    monkeypatch.setattr(sim_runtime, "MemberConfig", config)
+
+
+#: Mutations of exactly-once pipelines (``protocols="transactional"``), each with a seed that
+#: catches it and the violation kinds it must produce.
+TRANSACTIONAL_MUTATIONS: dict[str, tuple[Mutation, int, frozenset[str]]] = {
+    "coordinator_accepts_any_transactional_offsets": (
+        coordinator_accepts_any_transactional_offsets,
+        42,
+        frozenset({"txn-offsets-by-non-owner", "exactly-once"}),
+    ),
+    "members_fetch_unstable_offsets": (
+        members_fetch_unstable_offsets,
+        96,
+        frozenset({"commit-regressed", "exactly-once"}),
+    ),
 }

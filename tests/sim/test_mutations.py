@@ -4,7 +4,12 @@ small range reports the violation it must cause, and that seed reproduces it."""
 from __future__ import annotations
 
 import pytest
-from mutations import MIXED_MUTATIONS, MUTATIONS, classic_member_joins_without_releasing
+from mutations import (
+    MIXED_MUTATIONS,
+    MUTATIONS,
+    TRANSACTIONAL_MUTATIONS,
+    classic_member_joins_without_releasing,
+)
 
 from kconsumer.testing.sim import run_seed
 
@@ -52,3 +57,17 @@ def test_a_classic_group_catches_a_member_joining_with_its_partitions(
         if result.violations and result.violations[0].kind in ("double-fetch", "double-hold"):
             return
     pytest.fail(f"no seed of 0..{BUDGET - 1} reports a double fetch or hold")
+
+
+@pytest.mark.parametrize("name", sorted(TRANSACTIONAL_MUTATIONS))
+def test_an_exactly_once_mutation_is_caught(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exactly-once pipelines: the seed found for the mutation reports one of its violations,
+    reproducibly, and passes once the mutation is undone."""
+    mutate, seed, kinds = TRANSACTIONAL_MUTATIONS[name]
+    mutate(monkeypatch)
+    found = run_seed(seed, protocols="transactional")
+    assert {v.kind for v in found.violations} & kinds, f"{name}: seed {seed}\n{found.report()}"
+    again = run_seed(seed, protocols="transactional")
+    assert again.trace_hash == found.trace_hash and again.violations == found.violations
+    monkeypatch.undo()
+    assert run_seed(seed, protocols="transactional").ok, f"{name}: seed {seed} fails without it too"

@@ -34,6 +34,22 @@ def test_mixed_seed_range_passes(first: int, last: int) -> None:
     assert summary.totals["classic_members"] > 0, "no classic member ran"
 
 
+#: Exactly-once pipelines (``--protocols transactional``): every member transacts.
+TRANSACTIONAL_CHUNKS = [(start, start + 100) for start in range(0, 400, 100)]
+
+
+@pytest.mark.parametrize(
+    ("first", "last"),
+    TRANSACTIONAL_CHUNKS,
+    ids=[f"transactional-{a}-{b - 1}" for a, b in TRANSACTIONAL_CHUNKS],
+)
+def test_transactional_seed_range_passes(first: int, last: int) -> None:
+    summary = sweep(first, last, protocols="transactional")
+    reports = "\n\n".join(f.report or "" for f in summary.failures)
+    assert summary.ok, f"{len(summary.failures)} seeds violate invariants:\n{reports}"
+    assert summary.totals["txn_committed"] > 0 and summary.totals["txn_aborted"] > 0, summary.totals
+
+
 def test_the_budget_covers_every_fault() -> None:
     total = SweepSummary()
     for first, last in CHUNKS:

@@ -3,6 +3,7 @@
     python -m kconsumer.testing.sim --seed 42             # verbose trace of seed 42, then its report
     python -m kconsumer.testing.sim --seeds 0:1000        # sweep, progress bar, summary
     python -m kconsumer.testing.sim --seeds 0:5000 --protocols mixed   # classic members too
+    python -m kconsumer.testing.sim --seeds 0:600 --protocols transactional   # exactly-once pipelines
     python -m kconsumer.testing.sim --seeds 0:20000 --spark local[2]
     python -m kconsumer.testing.sim --seeds 0:100000 --spark spark://host:7077 --partitions 400
 

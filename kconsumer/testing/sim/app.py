@@ -80,6 +80,10 @@ class SimApp:
         self.stopped: dict[Key, PartitionOffset] = {}
         #: Offsets processed and not yet committed by the application itself.
         self.pending: dict[Key, PartitionOffset] = {}
+        #: (key, start, end) of the records processed since the last transaction (exactly once).
+        self.txn_records: list[tuple[Key, int, int]] = []
+        #: Inside a transaction (exactly once): the thread is blocked until `poll` is called.
+        self.in_transaction = False
         self.holds: set[Key] = set()
         self.polls = 0
         self.stall_until = 0
@@ -145,8 +149,12 @@ class SimApp:
 
     # -- the poll loop --------------------------------------------------------------------------------
 
+    def poll(self) -> None:
+        """The next poll (after a transaction that blocked the application thread ended)."""
+        self._poll()
+
     def _poll(self) -> None:
-        if self._in_poll:
+        if self._in_poll or self.in_transaction:
             return
         now = self.world.sched.now
         if now < self.stall_until:
@@ -183,7 +191,10 @@ class SimApp:
         blocked = False
         if self.leaving is None:
             cost = self._process()
-            blocked = self._maybe_commit()
+            if self.world.exactly_once is not None:
+                self.world.exactly_once.transact(self)  # blocks the thread until it ends
+            else:
+                blocked = self._maybe_commit()
         if blocked:
             self._park()
             return
@@ -350,6 +361,7 @@ class SimApp:
                 continue
             n = min(available, budget)
             self.world.checker.processed(self.proc, key, fetch.position, fetch.position + n)
+            self.txn_records.append((key, fetch.position, fetch.position + n))
             fetch.position += n
             self.pending[key] = PartitionOffset(fetch.tp, fetch.position)
             budget -= n

@@ -31,6 +31,7 @@ from ...protocol.messages.extensions import (
     ConsumerGroupPrepareAssignmentRequest,
 )
 from ...protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
+from ...protocol.messages.transactions import TxnOffsetCommitRequest
 from ...protocol.uuid import Uuid
 from .brokers import BROKERS, answer, is_cluster_request
 from .scheduler import Scheduler
@@ -46,6 +47,7 @@ _KINDS = {
     ConsumerGroupHeartbeatRequest: "hb",
     OffsetCommitRequest: "commit",
     OffsetFetchRequest: "fetch",
+    TxnOffsetCommitRequest: "txn",
     ConsumerGroupPrepareAssignmentRequest: "prepare",
     ConsumerGroupInstallAssignmentRequest: "install",
 }
@@ -186,6 +188,8 @@ class CoordinatorHost:
             result = coordinator.offset_commit(request, version, now)
         elif isinstance(request, OffsetFetchRequest):
             result = coordinator.offset_fetch(request, version, now)
+        elif isinstance(request, TxnOffsetCommitRequest):
+            result = coordinator.txn_offset_commit(request, version, now)
         elif isinstance(request, ConsumerGroupPrepareAssignmentRequest):
             result = coordinator.prepare_assignment(request, version, now)
         elif isinstance(request, ConsumerGroupInstallAssignmentRequest):
@@ -217,6 +221,18 @@ class CoordinatorHost:
                 respond(response)
             else:
                 self._early[ticket] = response
+
+    def complete_transaction(self, producer_id: int, committed: bool, sender: str) -> None:
+        """A transaction marker reaches the group: the producer's pending offsets are committed or
+        dropped (during an election, once a coordinator serves again: the markers are retried)."""
+        coordinator = self.coordinator
+        if coordinator is None or self.sched.now < self.loading_until:
+            retry = max(self.loading_until, self.sched.now) + 100
+            self.sched.at(retry, self.complete_transaction, producer_id, committed, sender)
+            return
+        records = coordinator.complete_transaction(GROUP, producer_id, committed, self.sched.now)
+        self._after(records, "txn-end", sender)
+        self._arm()
 
     def _after(self, records: list[Record], kind: str, sender: str) -> None:
         if self.checker is not None:

@@ -169,8 +169,9 @@ class Checker:
         if group is None:
             self._after_classic_step(records, kind, sender)
             return
-        if kind == "commit":
-            # An OffsetCommit changes offsets only (not members, epochs or assignments).
+        if kind in ("commit", "txn", "txn-end"):
+            # Offset commits (plain, or pending and completed in a transaction) change offsets
+            # only (not members, epochs or assignments).
             for record in records:
                 if isinstance(record, OffsetCommitRecord):
                     self._committed(record, sender, kind)
@@ -271,7 +272,10 @@ class Checker:
         key = (value.topic_id, record.partition)
         label = self._label(key)
         owner = self.host.owner_of(key)
-        if kind != "commit" or (self.host.tracks_ownership and owner != sender):
+        by_owner = kind == "txn-end" or not self.host.tracks_ownership or owner == sender
+        if kind not in ("commit", "txn-end") or not by_owner:
+            # A transaction's offsets are checked when they are accepted, pending (its marker
+            # completes them later, when the partition may have moved on: `exactly_once`).
             self.violation(
                 "commit-by-non-owner",
                 f"{sender or kind} committed {label}={value.offset}; its holder is {owner}",

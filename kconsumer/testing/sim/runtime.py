@@ -83,6 +83,7 @@ class SimMember:
             retry_backoff_ms=100,
             retry_backoff_max_ms=1_000,
             default_api_timeout_ms=10_000,
+            require_stable=world.exactly_once is not None,
             classic=classic,
         )
         self.client_assignors = client_assignors

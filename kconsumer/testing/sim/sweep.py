@@ -30,6 +30,10 @@ _SUMMED = (
     "failovers",
     "records",
     "classic_members",
+    "txn_committed",
+    "txn_aborted",
+    "txn_fenced",
+    "txn_timed_out",
 )
 
 
@@ -111,7 +115,14 @@ class SweepSummary:
         lines = [
             f"seeds {self.first}..{self.last}: {self.seeds} run, {len(self.failures)} with violations",
             f"simulated {self.totals['sim_ms'] / 1000:.0f} s in {self.totals['steps']} steps; "
-            f"{self.totals['records']} records produced; {self.totals['failovers']} coordinator failovers",
+            f"{self.totals['records']} records produced; {self.totals['failovers']} coordinator failovers"
+            + (
+                f"; transactions: {self.totals['txn_committed']} committed, "
+                f"{self.totals['txn_aborted']} aborted"
+                f" ({self.totals['txn_fenced']} fenced, {self.totals['txn_timed_out']} timed out)"
+                if self.totals["txn_committed"]
+                else ""
+            ),
             f"zombies: {self.totals['zombie_episodes']} episodes, {self.totals['zombie_fetch_ms']} ms "
             f"fetching in total (longest {self.max_zombie_ms} ms), {self.totals['zombie_records']} "
             "records processed by zombies",

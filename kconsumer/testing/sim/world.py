@@ -9,11 +9,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...assignment.classic_strategies import CLASSIC_STRATEGIES, is_cooperative
 from ...client.member.events import RequestAssignment
 from ...client.member.model import ClassicSettings
+from .exactly_once import ExactlyOnce
 from .host import CoordinatorHost, coordinator_config
 from .invariants import Checker, Violation
 from .liveness import Convergence, converged, pending_records
@@ -63,7 +64,7 @@ class SimResult:
 
 
 #: What `World`'s members speak: "consumer" (KIP-848 only) or "mixed" (classic members too).
-PROTOCOLS = ("consumer", "mixed")
+PROTOCOLS = ("consumer", "mixed", "transactional")
 CLASSIC_STRATEGY_NAMES = tuple(sorted(CLASSIC_STRATEGIES))
 
 
@@ -88,6 +89,8 @@ class World:
         self.rng = rng = random.Random(seed)
         self.faults = FaultMix.draw(rng, only_faults)
         self.params = params = SimParams.draw(rng, self.faults)
+        if protocols == "transactional":  # offsets are committed in transactions only
+            self.params = params = replace(params, auto_commit=False, manual_commit_every=0)
         self.sched = Scheduler()
         self.trace = Trace(verbose, sink)
         self.topics = TopicStore(rng)
@@ -99,6 +102,7 @@ class World:
         self.host = CoordinatorHost(self.sched, self.trace, rng, config, self.topics)
         self.net = Network(self.sched, self.trace, rng, params, self.faults, self.host)
         self.checker = Checker(self)
+        self.exactly_once = ExactlyOnce(self) if protocols == "transactional" else None
         self.host.checker = self.checker
         self.slots: list[SimMember | None] = [None] * params.members
         self.incarnations = [0] * params.members
@@ -148,6 +152,8 @@ class World:
     def _start_member(self, slot: int) -> None:
         self.restarts_pending.discard(slot)
         self.incarnations[slot] += 1
+        if self.exactly_once is not None:
+            self.exactly_once.init_producer(slot)
         instance = f"instance-{slot}" if slot in self.params.static_slots else None
         proc = SimMember(
             self,
@@ -377,6 +383,8 @@ class World:
                 self._quiet_phase(stats)
             if not self._stop():
                 self._drain(stats)
+            if not self._stop() and self.exactly_once is not None:
+                self._settle_transactions(stats)
         except Exception as exc:  # a core raised: that is a finding too
             import traceback
 
@@ -433,6 +441,20 @@ class World:
                 "liveness",
                 f"no convergence within {deadline - start} ms after the faults stopped: {state.reason}",
             )
+
+    def _settle_transactions(self, stats: dict[str, int]) -> None:
+        """Exactly once: wait for the transactions in flight and the reprocessing of aborted
+        ones, then check that the committed output holds every record (`exactly_once`)."""
+        eos = self.exactly_once
+        assert eos is not None
+        sched = self.sched
+        deadline = sched.now + self.drain_bound_ms()
+        while sched.now < deadline and not self._stop():
+            if not eos.in_flight() and not eos.missing():
+                break
+            sched.run_until(sched.now + PROBE_MS, self._stop)
+        eos.check_complete()
+        stats.update({f"txn_{name}": n for name, n in eos.stats.items()})
 
     def drain_bound_ms(self) -> int:
         """How long the drain may take: every member reprocessing all of its partitions from the
