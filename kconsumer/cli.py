@@ -8,6 +8,7 @@ Add a subcommand by adding an entry; `main` does the rest.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -135,7 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
-    return run(args)
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # The reader went away (``kconsumer groups describe g | head``): stop quietly, as Unix
+        # tools do; point stdout at nothing so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

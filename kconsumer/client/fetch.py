@@ -34,6 +34,8 @@ from confluent_kafka import (
 )
 from confluent_kafka import Consumer as _RdKafkaConsumer
 
+from .librdkafka_log import librdkafka_logger
+
 #: librdkafka's logical offsets for "no committed offset: apply auto.offset.reset".
 RESET_EARLIEST = OFFSET_BEGINNING
 RESET_LATEST = OFFSET_END
@@ -63,6 +65,7 @@ class Fetcher:
         # off it never joins or commits with it.
         config["group.id"] = group_id or "kconsumer-fetch"
         config.update(_FORCED)
+        config.setdefault("logger", librdkafka_logger())  # not raw lines on stderr
         self._handle = _RdKafkaConsumer(config)
         self._assigned: set[tuple[str, int]] = set()
         #: Records taken from librdkafka, not yet handed to the application (in order).

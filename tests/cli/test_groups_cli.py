@@ -319,3 +319,26 @@ def test_the_mock_cluster_shows_offsets_and_lag_and_resets_an_offsets_only_group
     assert listing.returncode == 2 and "does not implement ListGroups" in listing.stderr
     deleting = groups(mock, "delete-offsets", "batch", "--topic", TOPIC)
     assert deleting.returncode == 2 and "does not implement OffsetDelete" in deleting.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(cluster: Cluster) -> None:
+    """``kconsumer groups list | head``: the pipe closes first; no BrokenPipeError traceback."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kconsumer",
+            "groups",
+            "list",
+            "--bootstrap-servers",
+            cluster.bootstrap_servers,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the command writes
+    errors = process.stderr.read()
+    assert process.wait(60) == 0, errors
+    assert "Traceback" not in errors and "BrokenPipe" not in errors, errors
