@@ -61,6 +61,7 @@ runtime creates the handle. Keys that would let librdkafka manage the group or t
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -107,6 +108,35 @@ PASSTHROUGH_KEYS: frozenset[str] = frozenset(
         "client.software.name",
         "client.software.version",
         "enable.metrics.push",
+        # Global properties with no bearing on kconsumer's semantics, for the fetch handle.
+        "message.copy.max.bytes",
+        "max.in.flight.requests.per.connection",
+        "max.in.flight",
+        "topic.blacklist",
+        "enabled_events",
+        "enable.random.seed",
+        "internal.termination.signal",
+        "broker.version.fallback",
+        "consume.callback.max.messages",
+        "offset.store.method",
+        "offset.store.path",
+        "offset.store.sync.interval.ms",
+    }
+)
+
+#: librdkafka keys confluent-kafka's consumer accepts that kconsumer accepts and does not apply,
+#: with the reason (docs/parity.md lists them).
+IGNORED_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "coordinator.query.interval.ms": (
+            "the member looks its coordinator up again when a request says it moved or fails, not on a timer"
+        ),
+        "auto.commit.enable": (
+            "librdkafka's legacy simple-consumer property, which its high-level consumer ignores too "
+            "(enable.auto.commit applies)"
+        ),
+        "max.poll.records": "a share-consumer setting (KIP-932): kconsumer has no share consumer",
+        "share.acknowledgement.mode": "a share-consumer setting (KIP-932): kconsumer has no share consumer",
     }
 )
 
@@ -126,8 +156,11 @@ PASSTHROUGH_PREFIXES: tuple[str, ...] = (
 
 _CALLABLE_PASSTHROUGH = frozenset({"logger", "error_cb", "stats_cb", "throttle_cb", "oauth_cb"})
 
-#: Keys Kafka's consumer refuses with group.protocol=consumer, and what to use instead.
+#: Keys Kafka's consumer refuses with group.protocol=consumer, and what to use instead (with
+#: classic they are the classic protocol's; ``group.protocol.type`` is accepted and ignored there:
+#: kconsumer's classic members join as "consumer", the only type librdkafka supports).
 REFUSED_KEYS: Mapping[str, str] = {
+    "group.protocol.type": "only for group.protocol=classic, as librdkafka",
     "session.timeout.ms": (
         "not supported with group.protocol=consumer: the session timeout is set on the broker "
         "(group.consumer.session.timeout.ms) or per group (the group config consumer.session.timeout.ms)"
@@ -240,6 +273,7 @@ class ConsumerConfig:
         """Validate confluent-kafka style `config`; raises `ConfigError` naming the first bad key."""
         if not isinstance(config, Mapping):
             raise ConfigError("<config>", f"expected a dict of settings, got {type(config).__name__}")
+        config = _with_topic_config(config)
         values: dict[str, Any] = {}
         passthrough: dict[str, Any] = {}
         protocol = _string("group.protocol", config.get("group.protocol", "consumer")).lower()
@@ -253,7 +287,7 @@ class ConsumerConfig:
                 if protocol == "consumer":
                     raise ConfigError(key, REFUSED_KEYS[key])
                 continue
-            if key in _OWN_KEYS:
+            if key in _OWN_KEYS or key in IGNORED_KEYS:
                 continue
             if key in PASSTHROUGH_KEYS or key.startswith(PASSTHROUGH_PREFIXES):
                 passthrough[key] = _passthrough_value(key, value)
@@ -398,7 +432,21 @@ def _unknown(key: str) -> str:
     return f"unknown configuration key{hint}"
 
 
+def _with_topic_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """confluent-kafka's ``default.topic.config``: a dict of (topic) settings merged into the
+    configuration; a key given at the top level wins."""
+    if "default.topic.config" not in config:
+        return config
+    nested = config["default.topic.config"]
+    if not isinstance(nested, Mapping):
+        raise ConfigError("default.topic.config", f"must be a dict of settings, got {type(nested).__name__}")
+    rest = {k: v for k, v in config.items() if k != "default.topic.config"}
+    return {**nested, **rest}
+
+
 def _string(key: str, value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # confluent-kafka hands librdkafka str(value): group.id=42 is "42"
     if not isinstance(value, str):
         raise ConfigError(key, f"must be a string, got {type(value).__name__}")
     if not value.strip():
@@ -447,6 +495,8 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
         if not text.lstrip("-").isdigit():
             raise ConfigError(key, f"must be an integer, got {value!r}")
         value = int(text)
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)  # toward zero: confluent-kafka passes str(1.5), which librdkafka reads as 1
     if not isinstance(value, int):
         raise ConfigError(key, f"must be an integer, got {type(value).__name__}")
     if not low <= value <= high:
