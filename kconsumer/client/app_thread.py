@@ -12,11 +12,11 @@ import inspect
 import logging
 import queue
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import KConsumerError
 from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
@@ -563,6 +563,12 @@ class AppThread:
 def committed_partitions(offsets: tuple[PartitionOffset, ...]) -> list[TopicPartition]:
     """confluent-kafka's view of committed offsets (metadata included)."""
     return [_topic_partition(o.partition.topic, o.partition.partition, o.offset, o.metadata) for o in offsets]
+
+
+def unset_offsets(partitions: Iterable[TopicIdPartition]) -> list[TopicPartition]:
+    """The partitions with offset -1001 (OFFSET_INVALID): what on_commit gets for a commit that
+    had nothing to commit (``_NO_OFFSET``), as from confluent-kafka."""
+    return [TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) for tp in partitions]
 
 
 def _topic_partition(topic: str, partition: int, offset: int, metadata: str) -> TopicPartition:

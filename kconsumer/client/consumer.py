@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import ConfigError, ErrorCode, error_for
 from ..protocol.uuid import ZERO_UUID
-from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions
+from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions, unset_offsets
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .group_metadata import new_member_id, serialized_group_metadata
@@ -382,8 +382,11 @@ class Consumer(HandleFacade):
         offsets = offsets_argument(message, offsets, "commit")
         manual = not self._subscribed and bool(self._manual.partitions)
         if offsets is None:
-            owned = app.commit_offsets(app.state.committable()).values()
-            explicit = self._manual.positions() if manual else tuple(owned)
+            # As librdkafka: a position (or stored offset) is committed only when it is ahead of
+            # what this member last committed (or found committed): never again, never backwards.
+            owned = app.commit_offsets(app.state.committable())
+            ahead = tuple(o for key, o in owned.items() if o.offset > (app.committed_offset(key) or -1))
+            explicit = self._manual.positions() if manual else ahead
         else:
             explicit = commit_offsets(offsets, self._topic_id_partition)
         if not explicit:
@@ -396,8 +399,9 @@ class Consumer(HandleFacade):
             )
             if not asynchronous:
                 raise KafkaException(error)
-            if app.on_commit is not None and offsets:
-                app.state.commit_reports.append((error, list(offsets)))
+            reported = offsets if offsets is not None else unset_offsets(app.state.committable())
+            if app.on_commit is not None and reported:
+                app.state.commit_reports.append((error, list(reported)))
                 self._check_at = 0  # the next poll() reports it
             return None
         if manual:

@@ -289,3 +289,37 @@ def test_store_offsets_after_processing_keeps_at_least_once(cluster: ReferenceCl
         }
 
     compare("store_offsets at-least-once", scenario, cluster)
+
+
+def test_commits_of_nothing_new_and_of_older_offsets(cluster: ReferenceCluster) -> None:
+    """librdkafka commits a partition's position (or stored offset) only when it is ahead of what
+    it last committed: a second commit() with nothing new is _NO_OFFSET, and so is one after
+    storing an older offset, which leaves the group's offset where it was."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("nothing-new", 1, records=6), run.group("nothing-new")
+        reports: list[Any] = []
+
+        def on_commit(error: Any, partitions: list[TopicPartition]) -> None:
+            reports.append(
+                (None if error is None else error.code(), [(tp.partition, tp.offset) for tp in partitions])
+            )
+
+        consumer = run.consumer(group, enable_auto_offset_store=False, on_commit=on_commit)
+        consumer.subscribe([topic])
+        messages = read(consumer, 6)
+        consumer.store_offsets(message=messages[-1])
+        seen: dict[str, Any] = {"first commit": _code(lambda: consumer.commit(asynchronous=False))}
+        seen["again"] = _code(lambda: consumer.commit(asynchronous=False))
+        consumer.store_offsets(offsets=[TopicPartition(topic, 0, 2)])
+        seen["after storing an older offset"] = _code(lambda: consumer.commit(asynchronous=False))
+        seen["committed"] = sorted(cluster.committed(group).values())
+        reports.clear()
+        consumer.commit(asynchronous=True)
+        deadline = time.monotonic() + 3
+        while not reports and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        seen["async commit of nothing new"] = reports[:1]
+        return seen
+
+    compare("commits of nothing new", scenario, cluster)
