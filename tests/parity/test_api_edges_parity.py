@@ -1,0 +1,53 @@
+"""The edges of the API a confluent-kafka program touches: ``consume()`` with no or a negative
+count, and every call on a closed consumer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from parity_harness import Run, compare, read
+
+from kconsumer.testing import ReferenceCluster
+
+
+def _outcome(call: Any) -> Any:
+    try:
+        result = call()
+    except KafkaException as exc:
+        return ("KafkaException", exc.args[0].code())
+    except (RuntimeError, ValueError, TypeError) as exc:
+        return (type(exc).__name__, str(exc))
+    if isinstance(result, list):
+        return ("ok", len(result))
+    return ("ok", type(result).__name__)
+
+
+def test_consume_counts_and_a_closed_consumer(cluster: ReferenceCluster) -> None:
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("edges", 1, records=2), run.group("edges")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 2)
+        seen = {
+            "consume(0)": _outcome(lambda: consumer.consume(0, 0.1)),
+            "consume(-1)": _outcome(lambda: consumer.consume(-1, 0.1)),
+        }
+        consumer.close()
+        calls = {
+            "assignment": consumer.assignment,
+            "memberid": consumer.memberid,
+            "poll": lambda: consumer.poll(0.1),
+            "consume": lambda: consumer.consume(1, 0.1),
+            "commit": lambda: consumer.commit(asynchronous=False),
+            "committed": lambda: consumer.committed([TopicPartition(topic, 0)], timeout=1),
+            "position": lambda: consumer.position([TopicPartition(topic, 0)]),
+            "subscribe": lambda: consumer.subscribe([topic]),
+            "unsubscribe": consumer.unsubscribe,
+            "assign": lambda: consumer.assign([TopicPartition(topic, 0)]),
+        }
+        for name, call in calls.items():
+            seen[f"after close: {name}"] = _outcome(call)
+        return seen
+
+    compare("API edges", scenario, cluster)
