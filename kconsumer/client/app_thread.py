@@ -420,8 +420,8 @@ class AppThread:
                 error = KafkaError(KafkaError._AUTO_OFFSET_RESET, text)
                 self.state.error_events.append(Message(topic=tp.topic, partition=tp.partition, error=error))
                 continue
-            if key in resolved:
-                start = resolved[key]
+            if key in resolved and (chosen is None or chosen is position.offset):
+                start = resolved[key]  # a start chosen in on_assign wins over the reset position
             elif offset is OffsetReset.EARLIEST:
                 start = RESET_EARLIEST
             elif offset is OffsetReset.LATEST:

@@ -169,3 +169,31 @@ def test_every_public_method_of_confluent_kafkas_consumer_exists() -> None:
 
     theirs = {name for name in dir(confluent_kafka.Consumer) if not name.startswith("_")}
     assert theirs - set(dir(Consumer)) == set()
+
+
+def test_start_offsets_chosen_in_on_assign_on_a_fresh_group(cluster: ReferenceCluster) -> None:
+    """No committed offset yet: the offsets incremental_assign() gives in on_assign still decide
+    where reading starts (not auto.offset.reset), including the "replay from the beginning"
+    idiom under auto.offset.reset=latest."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("fresh-start", 2, records=10)
+        seen: dict[str, Any] = {}
+        for reset, chosen in (
+            ("earliest", {0: 5, 1: 3}),
+            ("latest", {0: OFFSET_BEGINNING, 1: OFFSET_BEGINNING}),
+        ):
+            consumer = run.consumer(run.group(f"fresh-start-{reset}"), auto_offset_reset=reset)
+
+            def on_assign(c: Any, partitions: list[TopicPartition], chosen: dict[int, int] = chosen) -> None:
+                c.incremental_assign(
+                    [TopicPartition(tp.topic, tp.partition, chosen[tp.partition]) for tp in partitions]
+                )
+
+            consumer.subscribe([topic], on_assign=on_assign)
+            wanted = sum(10 - (o if o >= 0 else 0) for o in chosen.values())
+            seen[f"reset={reset}: first offsets"] = sorted(_first_offsets(consumer, wanted).items())
+            consumer.close()
+        return seen
+
+    compare("start offsets in on_assign, fresh group", scenario, cluster)
