@@ -543,7 +543,9 @@ class Consumer(HandleFacade):
     def assignment(self) -> list[TopicPartition]:
         """The partitions this consumer owns now."""
         self._open()
-        owned = set() if self._app is None else set(self._app.state.owned)
+        state = None if self._app is None else self._app.state
+        # inside on_revoke/on_lost the partitions being released are still the member's
+        owned = set() if state is None else set(state.owned) | set(state.revoking) | set(state.losing)
         return [TopicPartition(t, p) for t, p in sorted(owned | set(self._manual.partitions))]
 
     def memberid(self) -> str:

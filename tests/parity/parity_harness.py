@@ -31,6 +31,14 @@ INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {
         "not supported by broker'); kconsumer fails at the first poll with one fatal error naming "
         "the cause and the fix, as Kafka's Java consumer throws UnsupportedVersionException"
     ),
+    ("assignment inside on_revoke", "while subscribed"): (
+        "confluent-kafka applies incremental_assign()/incremental_unassign() of a subscribed "
+        "consumer outside the rebalance callbacks to librdkafka's fetch assignment, so it can fetch a "
+        "partition the group gave another member, or stop one the group still counts as its own; "
+        "kconsumer refuses them (_STATE) outside on_assign/on_revoke/on_lost, as Kafka's Java consumer "
+        "refuses assign() while subscribed (IllegalStateException); pause()/resume() and seek() do "
+        "what those calls were used for without breaking the group's exclusive ownership"
+    ),
     ("seek in on_assign", "seek"): (
         "confluent-kafka refuses seek() inside on_assign (_UNKNOWN_PARTITION: the partition is "
         "assigned after the callback); kconsumer starts the partition there, as Kafka's Java "

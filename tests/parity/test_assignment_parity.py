@@ -197,3 +197,44 @@ def test_start_offsets_chosen_in_on_assign_on_a_fresh_group(cluster: ReferenceCl
         return seen
 
     compare("start offsets in on_assign, fresh group", scenario, cluster)
+
+
+def test_assignment_inside_on_revoke_and_assign_calls_while_subscribed(cluster: ReferenceCluster) -> None:
+    """assignment() inside on_revoke still lists the partitions being revoked (they are the
+    member's until the callback returns); incremental_assign()/incremental_unassign() outside the
+    callbacks of a subscribed consumer."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("revoke-view", 4, records=2), run.group("revoke-view")
+        seen: dict[str, Any] = {}
+
+        def on_revoke(c: Any, partitions: list[TopicPartition]) -> None:
+            if partitions:
+                seen.setdefault(
+                    "assignment inside on_revoke ⊇ revoked",
+                    {tp.partition for tp in partitions} <= {tp.partition for tp in c.assignment()},
+                )
+
+        first = run.consumer(group)
+        first.subscribe([topic], on_revoke=on_revoke)
+        read(first, 8)
+        outcomes = {}
+        for name, call in {
+            "incremental_unassign": lambda: first.incremental_unassign([TopicPartition(topic, 0)]),
+            "incremental_assign": lambda: first.incremental_assign([TopicPartition(topic, 0, 1)]),
+        }.items():
+            try:
+                call()
+                outcomes[name] = "applied"
+            except KafkaException as exc:
+                outcomes[name] = ("refused", exc.args[0].code())
+        seen["while subscribed"] = outcomes
+        second = run.consumer(group)
+        second.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while "assignment inside on_revoke ⊇ revoked" not in seen and time.monotonic() < deadline:
+            first.poll(0.1)
+            second.poll(0.1)
+        return seen
+
+    compare("assignment inside on_revoke", scenario, cluster)
