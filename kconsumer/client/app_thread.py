@@ -13,7 +13,7 @@ import logging
 import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
@@ -113,6 +113,8 @@ class AppState:
     revoking: dict[Key, TopicIdPartition] = field(default_factory=dict)
     #: The partitions of the on_partitions_lost callback running now.
     losing: dict[Key, TopicIdPartition] = field(default_factory=dict)
+    #: Partitions on_revoke was given (they are not reported to on_lost again, as librdkafka).
+    revoked: set[Key] = field(default_factory=set)
     #: The partitions of the on_partitions_assigned callback running now, and the start offsets
     #: the application chose for them inside it (incremental_assign/assign/seek, as confluent-kafka
     #: allows), used instead of the committed offsets when fetching starts.
@@ -407,6 +409,7 @@ class AppThread:
             tp = position.partition
             key = (tp.topic, tp.partition)
             self.state.owned[key] = tp
+            self.state.revoked.discard(key)
             self.state.stopped.pop(key, None)
             self.state.stored.pop(key, None)  # a regained partition starts afresh
             self.state.last_committed.pop(key, None)
@@ -450,10 +453,18 @@ class AppThread:
 
     def _callback(self, work: InvokeCallback) -> None:
         state = self.state
+        if work.kind is CallbackKind.LOST and state.revoked:
+            # A loss during or after a revocation: on_revoke had those partitions already.
+            rest = tuple(tp for tp in work.partitions if (tp.topic, tp.partition) not in state.revoked)
+            if not rest:
+                self.runtime.post(CallbackCompleted(work.callback_id, None))
+                return
+            work = replace(work, partitions=rest)
         if work.kind is CallbackKind.REVOKED:
             state.revoking = {(tp.topic, tp.partition): tp for tp in work.partitions}
         elif work.kind is CallbackKind.ASSIGNED:
             state.assigning = {(tp.topic, tp.partition): tp for tp in work.partitions}
+            state.revoked.difference_update(state.assigning)
         elif work.kind is CallbackKind.LOST:
             state.losing = {(tp.topic, tp.partition): tp for tp in work.partitions}
         call = self._application_callback(work)
@@ -498,6 +509,8 @@ class AppThread:
             log.error("kconsumer: %s callback raised %r", work.kind.value, error)
         state.assigning = {}
         state.losing = {}
+        if work.kind is CallbackKind.REVOKED:
+            state.revoked.update((tp.topic, tp.partition) for tp in work.partitions)
         if work.kind in (CallbackKind.REVOKED, CallbackKind.LOST):
             state.revoking = {}
             for tp in work.partitions:
