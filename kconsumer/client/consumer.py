@@ -34,7 +34,7 @@ from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, 
 from .member.model import LeaveReason, TopicIdPartition
 from .member.queries import QueryTimedOutError
 from .metrics import ConsumerMetrics
-from .offset_arguments import offsets_argument
+from .offset_arguments import offsets_argument, partition_argument, partitions_argument
 from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
 from .statistics import consumer_statistics
@@ -446,7 +446,7 @@ class Consumer(HandleFacade):
         Kafka's committed() does."""
         runtime, _app = self._group()
         timeout_s = DEFAULT_API_TIMEOUT_S if timeout is None or timeout < 0 else timeout
-        wanted = tuple((tp.topic, tp.partition) for tp in partitions)
+        wanted = tuple((tp.topic, tp.partition) for tp in partitions_argument(partitions))
         try:
             error, offsets = runtime.ask(
                 lambda token, deadline: CommittedOffsetsQuery(token, wanted, deadline), timeout_s
@@ -472,6 +472,7 @@ class Consumer(HandleFacade):
     def seek(self, partition: TopicPartition) -> None:
         """Fetch `partition` from `partition.offset` on (it must be assigned to this consumer;
         inside on_assign, one being assigned: it then starts there)."""
+        partition = partition_argument(partition)
         if self._app is not None and (
             self._app.choose_start([partition]) or self._app.start_after_seek(partition)
         ):

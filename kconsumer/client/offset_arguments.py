@@ -17,11 +17,27 @@ def offsets_argument(
     if message is not None and offsets is not None:
         raise ValueError("message and offsets are mutually exclusive")  # confluent-kafka's words
     if message is None:
-        return offsets
+        return None if offsets is None else partitions_argument(offsets)
     topic, partition, offset = message.topic(), message.partition(), message.offset()
     if message.error() is not None or topic is None or partition is None or offset is None:
         raise ValueError(f"{call}: the message is an error event, with no topic, partition or offset")
     return [TopicPartition(topic, partition, offset + 1, leader_epoch=message.leader_epoch())]
+
+
+def partitions_argument(partitions: object) -> list[TopicPartition]:
+    """A list of TopicPartition, or TypeError as confluent-kafka raises it."""
+    if not isinstance(partitions, (list, tuple)) or not all(
+        isinstance(tp, TopicPartition) for tp in partitions
+    ):
+        raise TypeError("expected list of TopicPartition")
+    return list(partitions)
+
+
+def partition_argument(partition: object) -> TopicPartition:
+    """A TopicPartition, or TypeError as confluent-kafka raises it."""
+    if not isinstance(partition, TopicPartition):
+        raise TypeError("expected TopicPartition")
+    return partition
 
 
 def commit_offsets(

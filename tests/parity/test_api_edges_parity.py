@@ -16,7 +16,7 @@ def _outcome(call: Any) -> Any:
         result = call()
     except KafkaException as exc:
         return ("KafkaException", exc.args[0].code())
-    except (RuntimeError, ValueError, TypeError) as exc:
+    except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
         return (type(exc).__name__, str(exc))
     if isinstance(result, list):
         return ("ok", len(result))
@@ -51,3 +51,29 @@ def test_consume_counts_and_a_closed_consumer(cluster: ReferenceCluster) -> None
         return seen
 
     compare("API edges", scenario, cluster)
+
+
+def test_argument_errors(cluster: ReferenceCluster) -> None:
+    """Wrong argument types and values raise what confluent-kafka raises (a program catching
+    TypeError or KafkaException(_INVALID_ARG) keeps working)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("arguments", 1, records=1), run.group("arguments")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 1)
+        calls = {
+            "subscribe(str)": lambda: consumer.subscribe(topic),
+            "poll(str)": lambda: consumer.poll("1"),
+            "consume(str)": lambda: consumer.consume("1", 0.1),
+            "commit(offsets=str)": lambda: consumer.commit(offsets="x", asynchronous=False),
+            "commit(offsets=[int])": lambda: consumer.commit(offsets=[1], asynchronous=False),
+            "store_offsets(offsets=[int])": lambda: consumer.store_offsets(offsets=[1]),
+            "committed(str)": lambda: consumer.committed("x"),
+            "position(str)": lambda: consumer.position("x"),
+            "seek(str)": lambda: consumer.seek("x"),
+            "pause(str)": lambda: consumer.pause("x"),
+        }
+        return {name: _outcome(call)[0] for name, call in calls.items()}
+
+    compare("argument errors", scenario, cluster)
