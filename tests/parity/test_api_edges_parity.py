@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from parity_harness import Run, compare, read
 
+from kconsumer.protocol.api import ApiKey
 from kconsumer.testing import ReferenceCluster
 
 
@@ -77,3 +79,22 @@ def test_argument_errors(cluster: ReferenceCluster) -> None:
         return {name: _outcome(call)[0] for name, call in calls.items()}
 
     compare("argument errors", scenario, cluster)
+
+
+@pytest.mark.reference_only("delays the reference broker's OffsetFetch answers")
+def test_a_committed_query_that_times_out(cluster: ReferenceCluster) -> None:
+    """committed() whose answer does not come within its timeout: KafkaException(_TIMED_OUT)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("committed-timeout", 1, records=1), run.group("committed-timeout")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 1)
+        cluster.delay_responses(ApiKey.OFFSET_FETCH, 3000, count=5)
+        try:
+            outcome = _outcome(lambda: consumer.committed([TopicPartition(topic, 0)], timeout=0.5))
+        finally:
+            cluster.clear_faults(ApiKey.OFFSET_FETCH)
+        return {"committed(timeout=0.5)": outcome}
+
+    compare("committed timeout", scenario, cluster)
