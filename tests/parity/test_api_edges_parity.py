@@ -98,3 +98,16 @@ def test_a_committed_query_that_times_out(cluster: ReferenceCluster) -> None:
         return {"committed(timeout=0.5)": outcome}
 
     compare("committed timeout", scenario, cluster)
+
+
+def test_the_offsets_assignment_reports(cluster: ReferenceCluster) -> None:
+    """assignment() lists the partitions with offset -1000 (OFFSET_STORED), as confluent-kafka."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("assignment-offsets", 2, records=3), run.group("assignment-offsets")
+        consumer = run.consumer(group)
+        consumer.subscribe([topic])
+        read(consumer, 6)
+        return {"assignment": sorted((tp.partition, tp.offset) for tp in consumer.assignment())}
+
+    compare("assignment offsets", scenario, cluster)
