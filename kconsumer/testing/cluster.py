@@ -199,6 +199,13 @@ class ReferenceCluster(ClusterBrokers):
             loop.run_forever()
         finally:
             loop.run_until_complete(self._server.stop())
+            # What the server left running (a TLS handshake of a connection accepted as it
+            # stopped): cancelled and awaited, so closing the loop destroys no pending task.
+            leftover = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
