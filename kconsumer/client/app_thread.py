@@ -551,7 +551,8 @@ class AppThread:
         if work.token is not None:
             state.commits[work.token] = work
             requested = state.requested.pop(work.token, ())
-            offsets = offsets or requested  # nothing was sent: report what was asked
+            # nothing was sent, or the commit failed: report everything that was asked
+            offsets = requested if (work.error is not None and requested) else (offsets or requested)
         if work.error is None:
             for o in work.offsets:
                 key = (o.partition.topic, o.partition.partition)

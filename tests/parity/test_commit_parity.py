@@ -323,3 +323,43 @@ def test_commits_of_nothing_new_and_of_older_offsets(cluster: ReferenceCluster) 
         return seen
 
     compare("commits of nothing new", scenario, cluster)
+
+
+def test_commit_in_on_revoke_during_close_and_a_mixed_async_commit(cluster: ReferenceCluster) -> None:
+    """commit() inside on_revoke while close() revokes everything commits only what moved since
+    the last commit (nothing: _NO_OFFSET); an asynchronous commit naming an owned partition and a
+    partition of another topic reports to on_commit with both."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("close-commit", 1, records=4)
+        other = run.topic("close-commit-other", 1)
+        outcomes: list[Any] = []
+
+        def on_revoke(c: Any, partitions: list[TopicPartition]) -> None:
+            if partitions:
+                outcomes.append(_code(lambda: c.commit(asynchronous=False))[:2])
+
+        closing = run.consumer(run.group("close-commit"))
+        closing.subscribe([topic], on_revoke=on_revoke)
+        read(closing, 4)
+        closing.commit(asynchronous=False)
+        closing.close()
+        seen: dict[str, Any] = {"commit in on_revoke during close": outcomes}
+
+        reports: list[Any] = []
+
+        def on_commit(error: Any, partitions: list[TopicPartition]) -> None:
+            listed = sorted((tp.topic == topic, tp.partition, tp.offset) for tp in partitions)
+            reports.append((None if error is None else "error", listed))
+
+        mixed = run.consumer(run.group("mixed-commit"), on_commit=on_commit)
+        mixed.subscribe([topic])
+        read(mixed, 4)
+        mixed.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(other, 0, 1)], asynchronous=True)
+        deadline = time.monotonic() + 5
+        while not reports and time.monotonic() < deadline:
+            mixed.poll(0.05)
+        seen["mixed async commit: partitions reported"] = [listed for _error, listed in reports[:1]]
+        return seen
+
+    compare("close and mixed commits", scenario, cluster)
