@@ -51,9 +51,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
+#: Suites behind the ``slow`` marker, out of the fast lane (``./dev test --fast``): the simulation's
+#: seed sweeps, Spark, the peers in other processes (JVM, Go), the fidelity suite, the examples,
+#: the exactly-once pipelines and the benchmarks' smoke test. The full ``./dev test`` runs them.
+SLOW_PATHS = (
+    "tests/sim/test_sweep.py",
+    "tests/spark/",
+    "tests/interop/",
+    "tests/fidelity/",
+    "tests/transactions/",
+    "tests/test_examples.py",
+    "tests/test_demo.py",
+    "tests/test_benchmarks_smoke.py",
+    "tests/cluster/test_peers.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that need Apache Kafka without being parametrized by backend (the fidelity suite
-    compares both servers) are deselected when Kafka is not among the selected backends."""
+    """Mark the `SLOW_PATHS` suites ``slow``. Tests that need Apache Kafka without being
+    parametrized by backend (the fidelity suite compares both servers) are deselected when Kafka
+    is not among the selected backends."""
+    root = str(config.rootpath)
+    for item in items:
+        where = str(item.path).removeprefix(root).lstrip("/")
+        if where.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
     if KAFKA not in selected(config):
         kept = [i for i in items if not (i.get_closest_marker("kafka") and "backend" not in i.fixturenames)]
         if len(kept) != len(items):

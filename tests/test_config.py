@@ -111,9 +111,15 @@ def test_unknown_key_with_a_hint() -> None:
     assert err.key == "enable.auto.comit" and "did you mean enable.auto.commit" in err.reason
 
 
-@pytest.mark.parametrize("key", ["rebalance_cb", "completely.unknown", "group.protocol.type"])
+@pytest.mark.parametrize("key", ["rebalance_cb", "completely.unknown"])
 def test_keys_that_would_hand_the_group_to_librdkafka_are_unknown(key: str) -> None:
     assert "unknown configuration key" in error({**BASE, key: "x"}).reason
+
+
+def test_the_classic_protocol_type_is_refused_with_the_consumer_protocol() -> None:
+    """As librdkafka: group.protocol.type belongs to the classic protocol (ignored there: its
+    members always join as "consumer")."""
+    assert "group.protocol=classic" in error({**BASE, "group.protocol.type": "consumer"}).reason
 
 
 def test_non_string_key() -> None:
@@ -243,7 +249,9 @@ def test_other_protocols_are_invalid(value: Any) -> None:
 def test_string_keys(key: str, field: str) -> None:
     assert getattr(ConsumerConfig.from_dict({**BASE, key: "value-1"}), field) == "value-1"
     assert error({**BASE, key: "  "}).reason == "must not be empty"
-    assert "string" in error({**BASE, key: 12}).reason
+    assert "string" in error({**BASE, key: ["x"]}).reason
+    # an integer is read as its text, as confluent-kafka hands librdkafka str(value)
+    assert getattr(ConsumerConfig.from_dict({**BASE, key: 12}), field) == "12"
 
 
 # -- integers and booleans ------------------------------------------------------------------------------
@@ -265,8 +273,10 @@ def test_integer_keys(key: str, field: str, low: int, high: int) -> None:
     for value, expected in ((low, low), (str(high), high), (f" {low} ", low)):
         config = ConsumerConfig.from_dict({**BASE, **extra, key: value})
         assert getattr(config, field) == expected
-    for bad in (low - 1, high + 1, "12abc", "", 1.5, True, None):
+    for bad in (low - 1, high + 1, "12abc", "", float("nan"), True, None):
         assert error({**BASE, **extra, key: bad}).key == key, bad
+    # a float is truncated, as librdkafka reads the str(1500.7) confluent-kafka hands it
+    assert getattr(ConsumerConfig.from_dict({**BASE, **extra, key: low + 0.7}), field) == low
 
 
 def test_retry_backoff_max_must_not_be_below_the_backoff() -> None:

@@ -47,6 +47,17 @@ class Producer:
     def send(self, request: Message, version: int = 3) -> Any:
         return self.s.send(request, transactional_id=self.tid, version=version)
 
+    def settled(self, request: Message) -> Any:
+        """`request`, sent again while it is answered CONCURRENT_TRANSACTIONS (Kafka writes the
+        previous transaction's markers asynchronously)."""
+
+        def answered() -> Any:
+            answer = self.send(request)
+            busy = ErrorCode.CONCURRENT_TRANSACTIONS in _codes(self.s.plain(answer))
+            return None if busy else answer
+
+        return self.s.until(f"{type(request).__name__} to settle", answered)
+
     def init(self, label: str | None = None) -> InitProducerIdResponse:
         """InitProducerId, retried while the coordinator answers CONCURRENT_TRANSACTIONS."""
 
@@ -72,7 +83,7 @@ class Producer:
             producer_epoch=self.epoch if epoch is None else epoch,
             topics=topics,
         )
-        self.s.observe(label, self.send(request))
+        self.s.observe(label, self.settled(request))
 
     def end(
         self, label: str, committed: bool, *, settle: bool = True, producer_id: int | None = None
@@ -165,7 +176,7 @@ def transactional_offset_commits(s: Script) -> None:
     add_offsets = AddOffsetsToTxnRequest(
         transactional_id=p.tid, producer_id=p.producer_id, producer_epoch=p.epoch, group_id=G
     )
-    s.observe("AddOffsetsToTxn", p.send(add_offsets))
+    s.observe("AddOffsetsToTxn", p.settled(add_offsets))
     _txn_commit(p, "an unknown member", ScriptedMember(s, G, "ghost"), 7, epoch=1)
     _txn_commit(p, "a stale member epoch", member, 7, epoch=member.epoch - 1 if member.epoch > 1 else 99)
     _txn_commit(p, "the member at its epoch", member, 7)
@@ -178,7 +189,19 @@ def transactional_offset_commits(s: Script) -> None:
         return None if code == ErrorCode.UNSTABLE_OFFSET_COMMIT else (code, offset)
 
     s.observe("fetched after the commit", s.until("the offset to be stable", stable))
-    s.observe("AddOffsetsToTxn again", p.send(add_offsets))
+    s.observe("AddOffsetsToTxn again", p.settled(add_offsets))
     _txn_commit(p, "the next transaction's offset", member, 9)
     p.end("abort", committed=False)
     s.observe("fetched after the abort", s.until("the offset to be stable", stable))
+
+
+def _codes(value: Any) -> set[int]:
+    """Every error code in a normalised answer."""
+    if isinstance(value, dict):
+        found = {v for k, v in value.items() if k.endswith("error_code") and isinstance(v, int)}
+        for item in value.values():
+            found |= _codes(item)
+        return found
+    if isinstance(value, list):
+        return set().union(*(_codes(item) for item in value)) if value else set()
+    return set()
