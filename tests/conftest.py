@@ -52,10 +52,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 #: Suites behind the ``slow`` marker, out of the fast lane (``./dev test --fast``): the simulation's
-#: seed sweeps, Spark, the peers in other processes (JVM, Go), the fidelity suite, the examples,
-#: the exactly-once pipelines and the benchmarks' smoke test. The full ``./dev test`` runs them.
+#: seed sweeps and its Spark run, Spark, the peers (JVM, Go, confluent-kafka's classic members and
+#: librdkafka's mock cluster), the confluent-kafka parity scenarios, the fidelity suite, the
+#: examples, the docs' snippets, the command-line tools in subprocesses, the exactly-once pipelines
+#: and the benchmarks' smoke test. The full ``./dev test`` runs them.
 SLOW_PATHS = (
     "tests/sim/test_sweep.py",
+    "tests/sim/test_spark.py",
+    "tests/parity/",
+    "tests/classic/test_kconsumer_classic.py",
+    "tests/classic/test_classic_peers.py",
     "tests/spark/",
     "tests/interop/",
     "tests/fidelity/",
@@ -63,6 +69,8 @@ SLOW_PATHS = (
     "tests/test_examples.py",
     "tests/test_demo.py",
     "tests/test_benchmarks_smoke.py",
+    "tests/test_doc_snippets.py",
+    "tests/cli/",
     "tests/cluster/test_peers.py",
 )
 
