@@ -17,6 +17,7 @@ INTENDED: dict[tuple[str, str], str] = {
         "not implemented by kconsumer's codec yet: a client negotiates the lower common version. "
         "Transactions: AddPartitionsToTxn 0-3 (v4+ are broker-to-broker), and EndTxn, TxnOffsetCommit "
         "and InitProducerId without the versions of transactions v2 (KIP-890 part 2, which the "
-        "reference cluster does not advertise): clients use transactions v1 on it."
+        "reference cluster does not advertise): clients use transactions v1 on it. ListTransactions "
+        "0-1 (Kafka 4.4 adds v2, a transactional id pattern)."
     ),
 }

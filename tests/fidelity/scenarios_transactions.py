@@ -27,7 +27,9 @@ from kconsumer.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
+    DescribeTransactionsRequest,
     EndTxnRequest,
+    ListTransactionsRequest,
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
@@ -131,6 +133,46 @@ def end_txn_state_rules(s: Script) -> None:
     p.add("the next transaction", {"t": [0]})
     p.end("abort it", committed=False)
     p.end("commit after the abort", committed=True)
+
+
+@scenario()
+def describe_and_list_transactions(s: Script) -> None:
+    s.topic("t", 2)
+    p = Producer(s, "tx-describe")
+
+    def describe(label: str) -> None:
+        s.observe(label, p.send(DescribeTransactionsRequest(transactional_ids=[p.tid]), 0))
+
+    never = s.t("tx-never")
+
+    def unknown() -> Any:  # asked of its own coordinator, once that has loaded its partition
+        answer = s.send(
+            DescribeTransactionsRequest(transactional_ids=[never]), transactional_id=never, version=0
+        )
+        moving = answer.transaction_states[0].error_code in (14, 15, 16)
+        return None if moving else answer
+
+    entry = s.until("the coordinator of an unused id", unknown).transaction_states[0]
+    # (its producer id and epoch are placeholders, left out: they would number the producers)
+    s.observe("an unknown transactional id", (entry.error_code, entry.transaction_state))
+    p.init()
+    describe("initialised")
+    p.add("add two partitions", {"t": [0, 1]})
+    describe("ongoing")
+
+    def listed(state: str) -> Any:
+        answer = p.send(ListTransactionsRequest(state_filters=[state]), 1)
+        return [t for t in s.plain(answer)["transaction_states"] if t["transactional_id"] == "tx-describe"]
+
+    s.observe("listed as Ongoing", listed("Ongoing"))
+    s.observe("listed as Empty", listed("Empty"))
+    p.end("commit", committed=True)
+
+    def completed() -> Any:
+        answer = p.send(DescribeTransactionsRequest(transactional_ids=[p.tid]), 0)
+        return answer if answer.transaction_states[0].transaction_state == "CompleteCommit" else None
+
+    s.observe("committed", s.until("the commit to complete", completed))
 
 
 def _txn_commit(

@@ -53,6 +53,7 @@ DROPPED = frozenset(
         "assignment_metadata",
         "pending_topic_partitions",
         "client_assignors",
+        "transaction_start_time_ms",
     }
 )
 #: Answers that only say the coordinator is still being elected, loaded or moved: a client

@@ -54,7 +54,9 @@ from kconsumer.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
+    DescribeTransactionsRequest,
     EndTxnRequest,
+    ListTransactionsRequest,
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
@@ -204,6 +206,10 @@ BUILDERS: dict[int, Builder] = {
     ApiKey.END_TXN: lambda v, tid: EndTxnRequest(
         transactional_id="tx", producer_id=99, producer_epoch=0, committed=True
     ),
+    ApiKey.DESCRIBE_TRANSACTIONS: lambda v, tid: DescribeTransactionsRequest(
+        transactional_ids=["tx", "nobody"]
+    ),
+    ApiKey.LIST_TRANSACTIONS: lambda v, tid: ListTransactionsRequest(state_filters=["Ongoing"]),
     ApiKey.TXN_OFFSET_COMMIT: lambda v, tid: TxnOffsetCommitRequest(
         transactional_id="tx",
         group_id="txn-group",

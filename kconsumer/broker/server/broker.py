@@ -30,6 +30,7 @@ from ...protocol.messages.list_offsets import ListOffsetsRequest
 from ...protocol.messages.metadata import FindCoordinatorRequest, MetadataRequest
 from ...protocol.messages.produce import ACKS_NONE, ProduceRequest
 from ...protocol.messages.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from ...protocol.messages.transactions import DescribeTransactionsRequest, ListTransactionsRequest
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from ..coordinator import MetadataImage
@@ -166,6 +167,8 @@ class Broker:
         self._by_session: dict[int, Callable[[ClientSession, Message, int], Message | None]] = {
             ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
             **dict.fromkeys(TRANSACTION_APIS, self._transaction),
+            ApiKey.DESCRIBE_TRANSACTIONS: self._describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: self._list_transactions,
             ApiKey.PRODUCE: self._produce,
             ApiKey.LIST_OFFSETS: self._list_offsets,
             ApiKey.METADATA: self._metadata,
@@ -386,6 +389,14 @@ class Broker:
 
     def _transaction(self, session: ClientSession, request: Message, version: int) -> Message:
         return self.transactions.handle(request, version, session.node_id)
+
+    def _describe_transactions(self, session: ClientSession, request: Message, version: int) -> Message:
+        assert isinstance(request, DescribeTransactionsRequest)
+        return self.transactions.describe_transactions(request, session.node_id)
+
+    def _list_transactions(self, session: ClientSession, request: Message, version: int) -> Message:
+        assert isinstance(request, ListTransactionsRequest)
+        return self.transactions.list_transactions(request, session.node_id)
 
     def fail_over_coordinator(self) -> None:
         """Every coordinator shard is reloaded by a new incarnation replaying its records (a

@@ -22,9 +22,20 @@ from collections.abc import Callable
 from ...errors import ErrorCode
 from ...protocol.api import ApiKey
 from ...protocol.messages.producer_ids import InitProducerIdRequest
-from ...protocol.messages.transactions import AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest
+from ...protocol.messages.transactions import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    DescribedTransaction,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsTopicData,
+    EndTxnRequest,
+    ListedTransaction,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from ...protocol.schema import Message
-from ..transactions import Outcome, TransactionCoordinator, WriteMarkers
+from ..transactions import Outcome, TransactionCoordinator, TxnState, WriteMarkers
 from .error_responses import error_response
 from .log import Topics
 from .nodes import ANY_NODE, ClusterNodes
@@ -87,6 +98,71 @@ class TransactionService:
         self._write(outcome.markers)
         self._arm()
         return outcome.response
+
+    def describe_transactions(
+        self, request: DescribeTransactionsRequest, node_id: int
+    ) -> DescribeTransactionsResponse:
+        """DescribeTransactions: each transactional id this broker coordinates, as it stands."""
+        states = []
+        for tid in request.transactional_ids:
+            known = self.coordinator.transactions.get(tid)
+            if node_id != ANY_NODE and self._nodes.coordinator_of(tid) != node_id:
+                states.append(
+                    DescribedTransaction(error_code=ErrorCode.NOT_COORDINATOR, transactional_id=tid)
+                )
+            elif known is None:
+                code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+                states.append(DescribedTransaction(error_code=code, transactional_id=tid))
+            else:
+                by_topic: dict[str, list[int]] = {}
+                for topic, partition in sorted(known.partitions):
+                    by_topic.setdefault(topic, []).append(partition)
+                states.append(
+                    DescribedTransaction(
+                        error_code=0,
+                        transactional_id=tid,
+                        transaction_state=known.state.value,
+                        transaction_timeout_ms=known.timeout_ms,
+                        transaction_start_time_ms=self._wall_ms(known.started_ms),
+                        producer_id=known.producer_id,
+                        producer_epoch=known.producer_epoch,
+                        topic_partitions=[
+                            DescribeTransactionsTopicData(name=name, partition_indexes=parts)
+                            for name, parts in by_topic.items()
+                        ],
+                    )
+                )
+        return DescribeTransactionsResponse(transaction_states=states)
+
+    def list_transactions(self, request: ListTransactionsRequest, node_id: int) -> ListTransactionsResponse:
+        """ListTransactions: the transactional ids this broker coordinates, filtered by state,
+        producer id and (v1) how long their transaction has been running."""
+        now = self.now_ms()
+        listed = []
+        for tid, known in sorted(self.coordinator.transactions.items()):
+            if node_id != ANY_NODE and self._nodes.coordinator_of(tid) != node_id:
+                continue
+            if request.state_filters and known.state.value not in request.state_filters:
+                continue
+            if request.producer_id_filters and known.producer_id not in request.producer_id_filters:
+                continue
+            if request.duration_filter >= 0 and (
+                known.started_ms < 0 or now - known.started_ms < request.duration_filter
+            ):
+                continue
+            listed.append(
+                ListedTransaction(
+                    transactional_id=tid, producer_id=known.producer_id, transaction_state=known.state.value
+                )
+            )
+        unknown = [f for f in request.state_filters if f not in {state.value for state in TxnState}]
+        return ListTransactionsResponse(
+            error_code=0, unknown_state_filters=unknown, transaction_states=listed
+        )
+
+    def _wall_ms(self, loop_ms: int) -> int:
+        """A time of the coordinator's (event loop) clock as wall-clock milliseconds; -1 stays."""
+        return -1 if loop_ms < 0 else int(time.time() * 1000) - (self.now_ms() - loop_ms)
 
     def produce_check(self, tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> int:
         """Why a transactional batch may not be appended (NONE: it may)."""

@@ -7,6 +7,8 @@
 * TxnOffsetCommit (28): offsets committed inside the transaction, sent to the group coordinator.
   v2 adds the leader epoch, v3 (flexible) the member id, instance id and generation (KIP-447), so
   the coordinator can refuse a zombie member's commit.
+* DescribeTransactions (65) and ListTransactions (66, v1 adds the duration filter): what tools
+  (``kafka-transactions.sh``) ask of a transaction coordinator (KIP-664).
 """
 
 from __future__ import annotations
@@ -123,3 +125,59 @@ class TxnOffsetCommitResponseTopic(Struct):
 class TxnOffsetCommitResponse(Message, api_key=28, valid="0-3", flexible="3+"):
     throttle_time_ms: int = field(INT32, "0+", default=0)
     topics: list[TxnOffsetCommitResponseTopic] = field(Array(TxnOffsetCommitResponseTopic), "0+")
+
+
+# -- DescribeTransactions and ListTransactions (KIP-664) ---------------------------------------
+
+
+class DescribeTransactionsRequest(Message, api_key=65, valid="0", flexible="0+"):
+    """The state of each transactional id (asked of its coordinator)."""
+
+    transactional_ids: list[str] = field(Array(STRING), "0+")
+
+
+class DescribeTransactionsTopicData(Struct):
+    name: str = field(STRING, "0+")
+    partition_indexes: list[int] = field(Array(INT32), "0+")
+
+
+class DescribedTransaction(Struct):
+    error_code: int = field(INT16, "0+")
+    transactional_id: str = field(STRING, "0+")
+    transaction_state: str = field(STRING, "0+", default="")
+    transaction_timeout_ms: int = field(INT32, "0+", default=0)
+    transaction_start_time_ms: int = field(INT64, "0+", default=-1)
+    # Kafka leaves them at 0 in an entry that failed
+    producer_id: int = field(INT64, "0+", default=0)
+    producer_epoch: int = field(INT16, "0+", default=0)
+    #: Not nullable in Kafka's schema, yet Kafka 4.4 sends null for an unknown transactional id.
+    topic_partitions: list[DescribeTransactionsTopicData] | None = field(
+        Array(DescribeTransactionsTopicData), "0+", nullable="0+"
+    )
+
+
+class DescribeTransactionsResponse(Message, api_key=65, valid="0", flexible="0+"):
+    throttle_time_ms: int = field(INT32, "0+", default=0, ignorable=True)
+    transaction_states: list[DescribedTransaction] = field(Array(DescribedTransaction), "0+")
+
+
+class ListTransactionsRequest(Message, api_key=66, valid="0-1", flexible="0+"):
+    """The transactions of this broker's coordinator, optionally filtered."""
+
+    state_filters: list[str] = field(Array(STRING), "0+")
+    producer_id_filters: list[int] = field(Array(INT64), "0+")
+    duration_filter: int = field(INT64, "1+", default=-1)
+
+
+class ListedTransaction(Struct):
+    transactional_id: str = field(STRING, "0+")
+    producer_id: int = field(INT64, "0+")
+    transaction_state: str = field(STRING, "0+")
+
+
+class ListTransactionsResponse(Message, api_key=66, valid="0-1", flexible="0+"):
+    throttle_time_ms: int = field(INT32, "0+", default=0)
+    error_code: int = field(INT16, "0+", default=0)
+    #: State filters of the request the coordinator does not know.
+    unknown_state_filters: list[str] = field(Array(STRING), "0+")
+    transaction_states: list[ListedTransaction] = field(Array(ListedTransaction), "0+")
