@@ -181,6 +181,13 @@ def classic_member_takes_recreated_topics(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(ClassicExchange, "_recreated_since_join", lambda self, target: set())
 
 
+def classic_leader_watches_only_its_own_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a classic leader re-read only its own topics' metadata and compared them with what
+    it saw after its SyncGroup, so a topic another member subscribes to that grew while the group
+    synced kept partitions nobody was assigned."""
+    monkeypatch.setattr(ClassicExchange, "_led_topics", lambda self: set())
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "late_answer_forgets_the_new_coordinator": (
         late_answer_forgets_the_new_coordinator,
@@ -231,4 +238,8 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         frozenset({"double-hold", "double-fetch"}),
     ),
     "offset_fetch_retries_deleted_topics": (offset_fetch_retries_deleted_topics, frozenset({"liveness"})),
+    "classic_leader_watches_only_its_own_topics": (
+        classic_leader_watches_only_its_own_topics,
+        frozenset({"liveness"}),
+    ),
 }

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...assignment.assignor import partitions_by_topic
+from ...assignment.classic_leader import subscribed_topics
 from ...errors import ErrorCode
 from ...patterns import searched_topics
 from ...protocol.consumer_protocol import (
@@ -391,8 +392,11 @@ class ClassicExchange:
         elif now_ms < self._refreshed_at + self._settings.metadata_refresh_ms:
             return []
         self._refreshed_at = now_ms
-        # A pattern's matches are found among every topic (no names: all of them).
-        return [RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics))))]
+        # A pattern's matches are found among every topic (no names: all of them). A leader also
+        # watches the topics the other members subscribe to: it assigned them.
+        if subscription.pattern is not None:
+            return [RefreshMetadata(topic_names=())]
+        return [RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics) | self._led_topics())))]
 
     def next_refresh(self, in_group: bool) -> int | None:
         """When `timers` refreshes next (None: not in the group)."""
@@ -401,22 +405,29 @@ class ClassicExchange:
         return self._refreshed_at + self._settings.metadata_refresh_ms
 
     def learn_metadata(self, names: Mapping[Uuid, str], partition_counts: Mapping[str, int]) -> None:
-        """Metadata arrived. A member whose subscribed topics changed (a new id: deleted and
-        created again; another partition count) since its assignment rejoins, so that the leader
-        assigns them as they are now (Kafka's leader does this for partition counts)."""
+        """Metadata arrived. A member whose watched topics changed (a new id: deleted and created
+        again; another partition count) since its assignment rejoins, so that the leader assigns
+        them as they are now. The leader watches every member's topics, as it saw them when it
+        computed the assignment (the first metadata of the SYNC phase: Kafka's leader keeps that
+        snapshot too), so a topic that grew while the group synced gets its new partitions
+        assigned even when no member that subscribes to it leads."""
         if self._pattern is not None:
             existing = frozenset(name for name, count in partition_counts.items() if count)
             self._changed = self._changed or existing != self._existing  # `send` compares the matches
             self._existing = existing
         self._names.update(names)
-        topics = self.announced.topics if self.announced is not None else ()
+        topics = set(self.announced.topics if self.announced is not None else ()) | self._led_topics()
         ids = {name: tid for tid, name in names.items()}
-        view = {t: (ids.get(t), partition_counts.get(t)) for t in sorted(set(topics))}
-        if self.phase is P.SYNC or (self.phase is P.STABLE and self._synced_view is None):
+        view = {t: (ids.get(t), partition_counts.get(t)) for t in sorted(topics)}
+        if self._synced_view is None and self.phase in (P.SYNC, P.STABLE):
             self._synced_view = view  # as the assignment saw them
         elif self.phase is P.STABLE and view != self._synced_view:
             self._synced_view = view
             self._rejoin()
+
+    def _led_topics(self) -> set[str]:
+        """The topics of the members this member assigned as the leader (none otherwise)."""
+        return subscribed_topics((m.member_id, m.instance_id, m.metadata) for m in self._members)
 
     def full_next(self) -> None:
         """(Re)joining from scratch (first join, after a fence or a stale poll)."""

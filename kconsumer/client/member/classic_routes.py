@@ -128,8 +128,10 @@ def metadata_learnt(
     effect = purpose.effect
     if failed and effect is None:
         return ClassicStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
-    if effect is not None:
-        return runs.assign(purpose.core_id, effect, cluster)
+    if effect is not None:  # the leader assigns with these counts: the exchange keeps them
+        step = runs.assign(purpose.core_id, effect, cluster)
+        step.events.insert(0, ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
+        return step
     if purpose.check is not None:
         missing = unassigned(purpose.check, cluster.partition_counts)
         if missing:
