@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 from backends import Cluster
+from consumer_harness import wait_until
 from eos_ledger import InputFeeder, Worker, check_exactly_once, wait_for_output
 from exactly_once import STEPS
 
@@ -28,13 +29,6 @@ PARTITIONS = 4
 def _names() -> tuple[str, str, str]:
     run = uuid.uuid4().hex[:8]
     return f"eos-in-{run}", f"eos-out-{run}", f"eos-{run}"
-
-
-def _wait(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while condition() in (None, False):  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_every_input_record_is_committed_exactly_once_through_crashes_at_every_step(cluster: Cluster) -> None:
@@ -50,18 +44,19 @@ def test_every_input_record_is_committed_exactly_once_through_crashes_at_every_s
         for step in STEPS:  # crash at the second transaction, at each step
             crasher = Worker(bootstrap, group, source, sink, f"{group}-crasher", "--crash-at", f"{step}:1")
             workers.append(crasher)
-            _wait(crasher.process.poll, 90, f"the worker to crash {step}")
+            exited = crasher.process.poll
+            wait_until(lambda exited=exited: exited() is not None, 90, what=f"the worker to crash {step}")
             assert crasher.process.returncode == 3, (crasher.lines, crasher.stderr())
             crashes += 1
         killed = Worker(bootstrap, group, source, sink, f"{group}-crasher")
         workers.append(killed)
-        _wait(lambda: killed.committed() >= 2, 90, "the worker to commit twice")
+        wait_until(lambda: killed.committed() >= 2, 90, what="the worker to commit twice")
         time.sleep(random.uniform(0.0, 0.3))  # killed mid-transaction, maybe inside the commit
         killed.kill()
         crashes += 1
         final = Worker(bootstrap, group, source, sink, f"{group}-crasher")  # fences the killed one
         workers.append(final)
-        _wait(lambda: final.committed() >= 1, 90, "the restarted worker to commit")
+        wait_until(lambda: final.committed() >= 1, 90, what="the restarted worker to commit")
         ends = feeder.stop()
         total = sum(ends.values())
         seen = wait_for_output(bootstrap, sink, PARTITIONS, total, 120)
@@ -94,9 +89,9 @@ def _zombie_run(cluster: Cluster, step: str = "after-produce", *steady_options: 
         return "resumed" in zombie.lines and len(zombie.lines) > zombie.lines.index("resumed") + 1
 
     try:
-        _wait(woke_and_tried, 120, "the zombie to wake and try to commit")
+        wait_until(woke_and_tried, 120, what="the zombie to wake and try to commit")
         after = zombie.lines[zombie.lines.index("resumed") + 1]
-        _wait(lambda: steady.committed() >= 2, 60, "the steady worker to go on")
+        wait_until(lambda: steady.committed() >= 2, 60, what="the steady worker to go on")
         ends = feeder.stop()
         total = sum(ends.values())
         wait_for_output(bootstrap, sink, PARTITIONS, total, 60)

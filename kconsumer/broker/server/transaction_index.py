@@ -37,7 +37,9 @@ class PartitionTransactions:
 
     def stable_offset(self, high_watermark: int) -> int:
         """The last stable offset."""
-        return min(self.open.values(), default=high_watermark)
+        if not self.open:  # every Fetch asks: no transaction open is the common case
+            return high_watermark
+        return min(self.open.values())
 
     def began(self, producer_id: int, offset: int) -> None:
         """A transactional batch of `producer_id` was appended at `offset`."""
