@@ -211,6 +211,30 @@ def test_fenced_instance_id_is_fatal() -> None:
     assert any(isinstance(e, ReportError) and e.fatal for e in effects)
 
 
+def test_a_heartbeat_error_it_does_not_act_on_is_retried_and_a_refused_join_is_fatal() -> None:
+    """As Kafka's classic consumer: a Heartbeat refused with GROUP_AUTHORIZATION_FAILED (or an
+    error it has no rule for) is sent again after the backoff and the member keeps its
+    partitions; the same refusal of a JoinGroup ends the member."""
+    driver = classic()
+    join(driver, {"foo": [0]})
+    for code in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_SERVER_ERROR):
+        driver.advance(INTERVAL)
+        effects = answer(driver, error=code)
+        driver.settle()
+        assert driver.state is S.STABLE and driver.core.assignment == tps({"foo": [0]})
+        assert not any(isinstance(e, ReportError) for e in effects)
+        assert not callbacks(driver.all, CallbackKind.LOST)
+        driver.advance(INTERVAL)
+        assert in_flight(driver).api is ClassicApi.HEARTBEAT
+        answer(driver)
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.UNKNOWN_MEMBER_ID)
+    driver.settle()
+    effects = answer(driver, error=ErrorCode.GROUP_AUTHORIZATION_FAILED)  # the JoinGroup
+    assert driver.state is S.FATAL
+    assert any(isinstance(e, ReportError) and e.fatal for e in effects)
+
+
 def test_a_dynamic_member_leaves_and_a_static_one_does_not() -> None:
     for instance_id, sends in ((None, True), ("i-1", False)):
         driver = classic(instance_id=instance_id)

@@ -56,6 +56,12 @@ INTENDED_DIFFERENCES: dict[tuple[str, str], str] = {
         "as soon as records are there (within its 50 ms slice): the same records, lower latency, and a "
         "loop of consume(500, 1.0) never sits on records it already has"
     ),
+    ("fatal error with partitions", "callbacks after the failure"): (
+        "confluent-kafka's KIP-848 consumer leaves a failed member's partitions assigned and calls "
+        "no callback; kconsumer hands them to on_lost before the _FATAL event, as Kafka's Java "
+        "consumer calls onPartitionsLost when its member turns fatal, so the application can drop "
+        "what it holds per partition (the consumer cannot read them any more)"
+    ),
     ("sasl wrong password", "raised from poll"): (
         "confluent-kafka only logs a failed SASL authentication and hands it to error_cb (an "
         "application without error_cb never hears of it, while its consumer retries forever); "

@@ -50,6 +50,42 @@ def test_group_authorization_failure_is_one_fatal_event(cluster: ReferenceCluste
     compare("group authorization failure", scenario, cluster)
 
 
+@pytest.mark.reference_only("injects the coordinator's refusal into the reference broker")
+def test_a_fatal_error_of_a_member_with_partitions_is_only_the_event(cluster: ReferenceCluster) -> None:
+    """The coordinator refuses the group of a member that owns partitions. With the consumer
+    protocol the application hears one _FATAL error event (kconsumer runs on_lost first: an
+    intended difference). A classic member's Heartbeat refused so is sent again, as Kafka's classic
+    consumer and librdkafka do: no event, no callback, the partitions stay."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("fatal-owned", 2, records=3), run.group("fatal-owned")
+        callbacks: list[Any] = []
+
+        def record(kind: str) -> Any:
+            return lambda _c, partitions: callbacks.append((kind, sorted(p.partition for p in partitions)))
+
+        consumer = run.consumer(group)
+        consumer.subscribe(
+            [topic], on_assign=record("assign"), on_revoke=record("revoke"), on_lost=record("lost")
+        )
+        read(consumer, 6)
+        before = list(callbacks)
+        heartbeat = ApiKey.HEARTBEAT if run.protocol == "classic" else ApiKey.CONSUMER_GROUP_HEARTBEAT
+        run.cluster.inject_error(heartbeat, ErrorCode.GROUP_AUTHORIZATION_FAILED, 1000)
+        try:
+            polls = _outcomes(consumer, 40)
+        finally:
+            run.cluster.clear_faults()
+        return {
+            "callbacks before": before,
+            "polls": polls,
+            "callbacks after the failure": callbacks[len(before) :],
+            "assignment after": sorted(p.partition for p in consumer.assignment()),
+        }
+
+    compare("fatal error with partitions", scenario, cluster)
+
+
 class CallbackFailure(Exception):
     """The application's own exception."""
 

@@ -47,6 +47,7 @@ from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff
 from .effects import ClassicApi, RefreshMetadata, SendClassicRequest
+from .errors import COORDINATOR_ERRORS
 from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat_request import REGEX_VERSION
 from .heartbeats import LeaveAnswered, Rejected, Verdict
@@ -64,6 +65,14 @@ from .schedule import HeartbeatSchedule
 
 #: What a waiting JoinGroup or SyncGroup is given on top of the rebalance timeout.
 _JOIN_GRACE_MS = 5_000
+
+#: The Heartbeat errors a classic member acts on; after any other it heartbeats again (backoff).
+_HEARTBEAT_ACTS_ON = COORDINATOR_ERRORS | {
+    ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.FENCED_INSTANCE_ID,
+}
 #: The protocol type of consumer groups in JoinGroup.
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -320,6 +329,11 @@ class ClassicExchange:
             if self.phase is not P.JOIN:
                 self._rejoin()
             return ClassicAccepted(self.member_id, self.generation) if api is ClassicApi.HEARTBEAT else None
+        if api is ClassicApi.HEARTBEAT and code not in _HEARTBEAT_ACTS_ON:
+            # Kafka's classic consumer (and librdkafka's) heartbeats again after any other error,
+            # GROUP_AUTHORIZATION_FAILED included: a group the member may no longer use ends its
+            # session at the coordinator, and the JoinGroup after that reports the refusal.
+            return Rejected(code, event.message, self.generation, retry=True)
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
             self.member_id = ""
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):

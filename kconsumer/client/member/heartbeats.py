@@ -20,7 +20,7 @@ from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from ...protocol.uuid import Uuid
 from .backoff import ExponentialBackoff
 from .effects import RefreshMetadata, SendHeartbeat
-from .errors import ErrorRule, heartbeat_error, heartbeat_rule
+from .errors import ErrorRule, HeartbeatAction, heartbeat_error, heartbeat_rule
 from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
 from .heartbeat_request import REGEX_VERSION, HeartbeatBuilder
 from .model import AssignmentMetadata, ClientAssignor, Ids, MemberConfig, Subscription, TopicIdPartition
@@ -77,11 +77,13 @@ class Rejected:
     code: ErrorCode
     message: str | None
     epoch_sent: int
+    retry: bool = False
+    """Send again after the backoff whatever the table says (a classic Heartbeat's error)."""
 
     @property
     def rule(self) -> ErrorRule:
         """What the error table says to do."""
-        return heartbeat_rule(self.code, self.epoch_sent)
+        return ErrorRule(HeartbeatAction.RETRY) if self.retry else heartbeat_rule(self.code, self.epoch_sent)
 
     def error(self, config: MemberConfig, subscription: Subscription | None) -> KafkaApiError:
         """The exception the application sees, worded by the rule's advice."""
