@@ -575,8 +575,8 @@ class AppThread:
 
 
 def committed_partitions(offsets: tuple[PartitionOffset, ...]) -> list[TopicPartition]:
-    """confluent-kafka's view of committed offsets (metadata included)."""
-    return [_topic_partition(o.partition.topic, o.partition.partition, o.offset, o.metadata) for o in offsets]
+    """confluent-kafka's view of committed offsets (metadata and leader epoch included)."""
+    return [_topic_partition(o) for o in offsets]
 
 
 def unset_offsets(partitions: Iterable[TopicIdPartition]) -> list[TopicPartition]:
@@ -585,7 +585,11 @@ def unset_offsets(partitions: Iterable[TopicIdPartition]) -> list[TopicPartition
     return [TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) for tp in partitions]
 
 
-def _topic_partition(topic: str, partition: int, offset: int, metadata: str) -> TopicPartition:
-    if metadata:
-        return TopicPartition(topic, partition, offset, metadata=metadata)
-    return TopicPartition(topic, partition, offset)
+def _topic_partition(committed: PartitionOffset) -> TopicPartition:
+    tp = committed.partition
+    extra: dict[str, Any] = {}
+    if committed.metadata:
+        extra["metadata"] = committed.metadata
+    if committed.leader_epoch is not None:
+        extra["leader_epoch"] = committed.leader_epoch
+    return TopicPartition(tp.topic, tp.partition, committed.offset, **extra)

@@ -32,7 +32,11 @@ from kconsumer.client.member.events import (
 )
 from kconsumer.client.member.model import LISTENER_CALLBACKS, CallbackKind, ClassicMember, ClassicSettings
 from kconsumer.errors import ErrorCode
-from kconsumer.protocol.consumer_protocol import ConsumerSubscription, decode_consumer_protocol
+from kconsumer.protocol.consumer_protocol import (
+    ConsumerSubscription,
+    decode_consumer_protocol,
+    encode_consumer_protocol,
+)
 from kconsumer.protocol.messages.classic_group import JoinGroupRequest
 
 S = MemberState
@@ -275,6 +279,38 @@ def test_a_topic_created_again_or_grown_makes_the_member_rejoin() -> None:
     driver.send(MetadataUpdated(names, {"foo": 3}))  # foo grew: the leader must assign it anew
     request = in_flight(driver)
     assert request.api is ClassicApi.JOIN and owned_in_join(request) == {"foo": [0]}
+
+
+def test_the_leader_watches_the_topics_of_every_member_it_assigned() -> None:
+    """The leader assigned bar, which only another member subscribes to, with the partition count
+    it saw while syncing; bar then grows: the leader joins again so the new partitions get an
+    owner (the other member saw the larger count before its assignment came and never rejoins)."""
+    driver = classic(cooperative=True)
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    own = in_flight(driver).request.protocols[0].metadata  # type: ignore[union-attr]
+    other = encode_consumer_protocol(ConsumerSubscription(topics=["bar"]))
+    members = (ClassicMember("m-1", None, own), ClassicMember("m-2", None, other))
+    answer(
+        driver,
+        member_id="m-1",
+        generation=1,
+        protocol_name="cooperative-sticky",
+        leader_id="m-1",
+        members=members,
+    )
+    names = {tid: name for name, tid in TOPIC_IDS.items()}
+    driver.send(MetadataUpdated(names, {"foo": 1, "bar": 7}))  # what the leader assigns with
+    answer(driver, assignment=by_id({"foo": [0]}))
+    driver.settle()
+    acknowledge(driver)
+    driver.send(MetadataUpdated(names, {"foo": 1, "bar": 7}))  # unchanged: nothing to do
+    assert not driver.pending(SendClassicRequest)
+    refreshes = [e for e in driver.advance(5_000) if isinstance(e, RefreshMetadata)]
+    assert refreshes and refreshes[0].topic_names == ("bar", "foo")  # it watches bar too
+    acknowledge(driver)
+    driver.send(MetadataUpdated(names, {"foo": 1, "bar": 9}))  # bar grew
+    assert in_flight(driver).api is ClassicApi.JOIN
 
 
 def subscribed_in_join(request: SendClassicRequest) -> list[str]:

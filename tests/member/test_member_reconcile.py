@@ -60,6 +60,10 @@ def test_revocation_order_stop_commit_callback_then_ack() -> None:
     effects = d.complete_callbacks()
     ack = d.one(SendHeartbeat, effects).request
     assert _owned(ack.topic_partitions) == {"foo": [0, 1]}
+    # Then on_partitions_assigned with nothing new, as Kafka's consumers after a reconciliation.
+    assigned = d.one(InvokeCallback, effects)
+    assert (assigned.kind, assigned.partitions) == (CallbackKind.ASSIGNED, ())
+    d.complete_callbacks()
     assert d.state is S.STABLE and d.core.assignment == tps({"foo": [0, 1]})
 
 
@@ -199,6 +203,7 @@ def test_a_partition_removed_after_its_assigned_callback_gets_revoked() -> None:
     assert callbacks == [
         (CallbackKind.ASSIGNED, tps({"foo": [0, 1]})),
         (CallbackKind.REVOKED, (tp("foo", 1),)),
+        (CallbackKind.ASSIGNED, ()),  # after every reconciliation, as Kafka's consumers
     ]
     assert d.core.assignment == (tp("foo", 0),)
 

@@ -278,3 +278,33 @@ def test_a_revocation_followed_by_a_loss_reports_each_partition_once(cluster: Re
         }
 
     compare("revoke then lost", scenario, cluster)
+
+
+def test_the_callbacks_of_a_reconciliation_that_only_revokes(cluster: ReferenceCluster) -> None:
+    """A second member joins: the first gives up half its partitions and gains none. Its
+    callbacks, in order: on_assign with all four, then on_revoke with the two it gives up and
+    on_assign with nothing (Kafka's consumers call onPartitionsAssigned after every
+    reconciliation, even with no new partition)."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("revoke-only", 4, records=2), run.group("revoke-only")
+        calls: list[tuple[str, int]] = []
+
+        def record(kind: str) -> Any:
+            return lambda _c, partitions: calls.append((kind, len(partitions)))
+
+        first = run.consumer(group)
+        first.subscribe([topic], on_assign=record("assign"), on_revoke=record("revoke"))
+        read(first, 8)
+        second = run.consumer(group)
+        second.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while len(second.assignment()) < 2 and time.monotonic() < deadline:
+            first.poll(0.1)
+            second.poll(0.1)
+        for _ in range(10):  # what the first member is told after its revocation
+            first.poll(0.1)
+            second.poll(0.1)
+        return {"callbacks of the first member (kind, partitions)": calls}
+
+    compare("reconciliation that only revokes", scenario, cluster)

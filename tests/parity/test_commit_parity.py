@@ -64,6 +64,38 @@ def test_metadata_round_trips(cluster: ReferenceCluster) -> None:
     compare("metadata", scenario, cluster)
 
 
+def test_leader_epochs_in_commit_results(cluster: ReferenceCluster) -> None:
+    """The leader epoch of the records consumed travels with the offsets: in what commit() (of
+    the positions, and of a message) returns, in on_commit, and in committed(); an explicit offset
+    without one is committed without one."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic, group = run.topic("epochs", 2, records=2), run.group("epochs")
+        reports: list[Any] = []
+        consumer = run.consumer(group, on_commit=lambda _e, ps: reports.append(_epochs(ps)))
+        consumer.subscribe([topic])
+        messages = read(consumer, 4)
+        seen: dict[str, Any] = {"record epochs": sorted({m.leader_epoch() for m in messages})}
+        seen["commit()"] = _epochs(consumer.commit(asynchronous=False))
+        last_of_0 = max((m for m in messages if m.partition() == 0), key=lambda m: m.offset())
+        seen["commit(message)"] = _epochs(consumer.commit(message=last_of_0, asynchronous=False))
+        both = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        seen["committed"] = _epochs(consumer.committed(both, timeout=10))
+        consumer.commit(offsets=[TopicPartition(topic, 1, 1)], asynchronous=True)
+        deadline = time.monotonic() + 10
+        while not reports and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        seen["on_commit of an offset without epoch"] = reports
+        seen["committed after"] = _epochs(consumer.committed(both, timeout=10))
+        return seen
+
+    compare("leader epochs", scenario, cluster)
+
+
+def _epochs(partitions: list[TopicPartition]) -> list[tuple[int, int, int | None]]:
+    return sorted((tp.partition, tp.offset, tp.leader_epoch) for tp in partitions)
+
+
 def test_on_commit_reports(cluster: ReferenceCluster) -> None:
     """Asynchronous and automatic commits reach on_commit with their offsets (or the error);
     synchronous ones answer their caller only; automatic commits of unmoved positions are skipped."""

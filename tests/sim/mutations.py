@@ -170,7 +170,7 @@ TRANSACTIONAL_MUTATIONS: dict[str, tuple[Mutation, int, frozenset[str]]] = {
     ),
     "members_fetch_unstable_offsets": (
         members_fetch_unstable_offsets,
-        96,
+        169,
         frozenset({"commit-regressed", "exactly-once"}),
     ),
 }

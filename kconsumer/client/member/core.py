@@ -75,7 +75,7 @@ class MemberCore:
         self._assignors = ClientAssignorHooks(config.client_assignors)
         self._ops = Operations(config, self._commits, self._ids, config.has_local_assignors)
         self._recon = Reconciler(config.auto_offset_reset, backoff)
-        self._recon.configure(config.has_local_assignors)
+        self._recon.configure(config.has_local_assignors, classic=config.classic is not None)
         self._last_poll_ms = now_ms
         self._leave: Leave | None = None
         self._rejoin: Rejoin | None = None
@@ -424,7 +424,7 @@ class MemberCore:
             self._now, self._member_id, self._epoch, sub, self._reported(), self._assignors.announced
         )
         if isinstance(effect, ReleaseBeforeJoin):  # classic: revoke first (eager: everything)
-            self._recon.receive(effect.keep, None, self._epoch)
+            self._recon.receive(effect.keep, None, self._epoch, release_only=True)
             self._reconcile()
         if not isinstance(effect, Effect):
             return

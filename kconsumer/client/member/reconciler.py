@@ -24,9 +24,10 @@ and the core resumes it with `resume` when the need is met:
    committed offset, or per ``auto.offset.reset`` when none -> the partitions join the owned set ->
    acknowledge.
 
-``on_partitions_assigned`` is also called once, with no partitions, for the first assignment after
-(re)joining when that assignment is empty, as Kafka's consumer does, so applications waiting for
-their first assignment see it.
+``on_partitions_assigned`` is also called, with no partitions, where Kafka's consumers call it with
+nothing new: for the first assignment after (re)joining when it is empty (applications waiting for
+their first assignment see it); after a revocation that adds nothing (the consumer protocol calls
+it after every reconciliation); and, for a classic member, after every rebalance it completes.
 
 A new target arriving while a step runs is stored; the step finishes, then the next step is planned
 from the newest target. So a partition revoked by a later target after its ``on_partitions_assigned``
@@ -158,7 +159,9 @@ class Reconciler:
         self._pending_for_callback: dict[Uuid, frozenset[int]] = {}
         self._metadata_epoch = -1
         self._target_for_callback: tuple[TopicIdPartition, ...] = ()
-        self._first_assignment = True
+        #: An on_partitions_assigned call is owed even with no new partition (see the module doc).
+        self._assigned_owed = True
+        self._classic = False
         self._has_assignors = False
         self.step: Step | None = None
         self._unresolved_asked: frozenset[Uuid] = frozenset()
@@ -210,9 +213,12 @@ class Reconciler:
 
     # -- inputs ---------------------------------------------------------------------------------
 
-    def configure(self, has_assignors: bool) -> None:
-        """Whether a local assignor is configured (on_assignment is called only then)."""
+    def configure(self, has_assignors: bool, classic: bool = False) -> None:
+        """Whether a local assignor is configured (on_assignment is called only then), and
+        whether the member speaks the classic protocol (on_partitions_assigned follows every
+        rebalance it completes, rather than every reconciliation that revoked)."""
         self._has_assignors = has_assignors
+        self._classic = classic
 
     def receive(
         self,
@@ -220,11 +226,15 @@ class Reconciler:
         metadata: AssignmentMetadata | None,
         member_epoch: int,
         pending: Mapping[Uuid, Iterable[int]] | None = None,
+        release_only: bool = False,
     ) -> None:
         """A new target from a heartbeat response (topics with no partitions are dropped).
         `pending` are the response's PendingTopicPartitions: on_assignment sees them too (the
-        member's whole target, seed: "contains partitions that are not revoked yet")."""
+        member's whole target, seed: "contains partitions that are not revoked yet").
+        A classic member's target is a SyncGroup's assignment, which completes a rebalance,
+        unless `release_only`: what it keeps of its own before it joins again."""
         self._target = {tid: frozenset(parts) for tid, parts in assignment.items() if parts}
+        self._assigned_owed = self._assigned_owed or (self._classic and not release_only)
         if metadata is not None and self._has_assignors and member_epoch > self._metadata_epoch:
             self._metadata_epoch = member_epoch
             self._pending_metadata = metadata
@@ -247,7 +257,7 @@ class Reconciler:
         self._target = None
         self._pending_metadata = None
         self._metadata_epoch = -1
-        self._first_assignment = True
+        self._assigned_owed = True
         self._unresolved_asked = frozenset()
         self._metadata_retry_at = None
 
@@ -296,7 +306,7 @@ class Reconciler:
             if (
                 (metadata and not unresolved)
                 or (added and not metadata)
-                or (self._first_assignment and not unresolved)
+                or (self._assigned_owed and not unresolved)
             ):
                 pending = [
                     TopicIdPartition(tid, self._names[tid], p)
@@ -356,6 +366,7 @@ class Reconciler:
                     return CallbackNeed(CallbackKind.REVOKED, step.partitions)
                 for tp in step.partitions:
                     self._owned.pop(tp.key, None)
+                self._assigned_owed = self._assigned_owed or not self._classic  # a reconciliation
                 self.step = None
                 return Progress.ACK
             if phase is Phase.ON_ASSIGNMENT:
@@ -365,8 +376,8 @@ class Reconciler:
                     return CallbackNeed(CallbackKind.ASSIGNMENT, self._target_for_callback, metadata)
             elif phase is Phase.CALLBACK:
                 step.phase = Phase.FETCH_OFFSETS
-                if step.partitions or self._first_assignment:
-                    self._first_assignment = False
+                if step.partitions or self._assigned_owed:
+                    self._assigned_owed = False
                     step.told = True
                     return CallbackNeed(CallbackKind.ASSIGNED, step.partitions)
             elif phase is Phase.FETCH_OFFSETS and step.partitions:

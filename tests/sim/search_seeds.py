@@ -1,0 +1,69 @@
+"""Search new seeds for a regression whose seed changed course (``test_regressions``) or for an
+exactly-once mutation (``mutations.TRANSACTIONAL_MUTATIONS``): a seed qualifies when it passes
+as the code is and, with the fix undone (or the mutation on), its first violation is one of the
+kinds expected.
+
+    python tests/sim/search_seeds.py auto_commit_includes_revoking --from 0 --to 400 --want 2
+    python tests/sim/search_seeds.py members_fetch_unstable_offsets --protocols transactional
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mutations import TRANSACTIONAL_MUTATIONS
+from reverted_fixes import REVERTS
+
+from kconsumer.testing.sim import run_seed
+
+
+def _undo(name: str) -> tuple[Callable[[pytest.MonkeyPatch], None], frozenset[str]]:
+    if name in REVERTS:
+        revert, kinds = REVERTS[name]
+        return revert, frozenset(kinds)
+    mutate, _seed, kinds = TRANSACTIONAL_MUTATIONS[name]
+    return mutate, frozenset(kinds)
+
+
+def search(name: str, protocols: str, first: int, last: int, want: int) -> list[int]:
+    """Seeds of first..last (up to `want`) that pass as they are and catch `name` undone."""
+    undo, kinds = _undo(name)
+    found: list[int] = []
+    for seed in range(first, last + 1):
+        with pytest.MonkeyPatch.context() as patch:
+            undo(patch)
+            broken = run_seed(seed, protocols=protocols)
+        if not broken.violations or broken.violations[0].kind not in kinds:
+            continue
+        if run_seed(seed, protocols=protocols).ok:
+            found.append(seed)
+            print(f"seed {seed}: {broken.violations[0].kind}", flush=True)
+            if len(found) >= want:
+                break
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("name", help="a reverted fix (reverted_fixes.REVERTS) or an exactly-once mutation")
+    parser.add_argument("--protocols", default="consumer", help="consumer, mixed or transactional")
+    parser.add_argument("--from", dest="first", type=int, default=0)
+    parser.add_argument("--to", dest="last", type=int, default=2000)
+    parser.add_argument("--want", type=int, default=2, help="stop after this many seeds")
+    args: Any = parser.parse_args(argv)
+    found = search(args.name, args.protocols, args.first, args.last, args.want)
+    print(f"{args.name} ({args.protocols}): {found or 'no seed'} in {args.first}..{args.last}")
+    return 0 if found else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
