@@ -7,6 +7,7 @@ reports the violation it must cause, with a seed that reproduces it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,9 +17,9 @@ from kconsumer.broker.coordinator import reconciliation, txn_offsets
 from kconsumer.broker.coordinator.classic import in_consumer_group
 from kconsumer.client.member import MemberCore
 from kconsumer.client.member.classic_exchange import ClassicExchange
-from kconsumer.client.member.commits import CommitManager, CommitOutput, _Commit
+from kconsumer.client.member.commits import CommitManager, CommitOutput, Membership, _Commit
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
-from kconsumer.client.member.operations import CallbackNeed, Need, StopNeed, Waiter
+from kconsumer.client.member.operations import CallbackNeed, CommitNeed, Need, StopNeed, Waiter
 from kconsumer.testing.sim import runtime as sim_runtime
 
 Mutation = Callable[[pytest.MonkeyPatch], None]
@@ -68,6 +69,25 @@ def member_commits_unowned_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(CommitManager, "_send", send)
 
 
+def member_acks_before_revocation_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member sends a revocation's commit but acknowledges the revocation (its next heartbeat
+    leaves the partitions out) without waiting for the commit's answer."""
+    _without_waiting(monkeypatch, lambda need: isinstance(need, CommitNeed))
+
+
+def retried_commit_keeps_its_first_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit sent again (after STALE_MEMBER_EPOCH or a retriable error) carries the member
+    epoch of its first attempt."""
+    original = CommitManager._send
+    first_epochs: dict[int, int] = {}
+
+    def send(self: CommitManager, op: _Commit, member: Membership, out: CommitOutput) -> None:
+        epoch = first_epochs.setdefault(op.commit_id, member.member_epoch)
+        original(self, op, replace(member, member_epoch=epoch), out)
+
+    monkeypatch.setattr(CommitManager, "_send", send)
+
+
 def coordinator_never_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """The coordinator's timers fence nobody (session and rebalance timeouts do nothing)."""
     monkeypatch.setattr(coordinator_module, "fence_member", lambda ctx, group, member_id: None)
@@ -111,6 +131,20 @@ def classic_member_joins_without_releasing(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ClassicExchange, "send", send)
 
 
+def classic_pattern_ignores_new_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classic member with a ``^regex`` subscription matches it only against the topics of its
+    first metadata: topics created after it subscribed are never subscribed to."""
+    original = ClassicExchange.learn_metadata
+
+    def learn_metadata(self: ClassicExchange, names: Any, partition_counts: Any) -> None:
+        known = self._existing
+        if self._pattern is not None and known is not None:
+            partition_counts = {name: count for name, count in partition_counts.items() if name in known}
+        original(self, names, partition_counts)
+
+    monkeypatch.setattr(ClassicExchange, "learn_metadata", learn_metadata)
+
+
 #: Mutations that need classic members: run with ``protocols="mixed"``.
 MIXED_MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_syncs_classic_members_with_their_target": (
@@ -121,6 +155,7 @@ MIXED_MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
         classic_member_joins_without_releasing,
         frozenset({"double-fetch", "double-hold", "fetch-not-owner", "hold-not-owner"}),
     ),
+    "classic_pattern_ignores_new_topics": (classic_pattern_ignores_new_topics, frozenset({"liveness"})),
 }
 
 MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
@@ -141,6 +176,14 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
         frozenset({"commit-by-non-owner", "commit-regressed"}),
     ),
     "coordinator_never_times_out": (coordinator_never_times_out, frozenset({"liveness"})),
+    "member_acks_before_revocation_commit": (
+        member_acks_before_revocation_commit,
+        frozenset({"released-before-commit"}),
+    ),
+    "retried_commit_keeps_its_first_epoch": (
+        retried_commit_keeps_its_first_epoch,
+        frozenset({"commit-epoch"}),
+    ),
 }
 
 

@@ -227,6 +227,13 @@ class CommitCall(Call):
     offsets: tuple[PartitionOffset, ...]
     token: int | None = None
 
+    def follow(self, member_id: str, member_epoch: int) -> None:
+        """Carry the member's epoch of the moment it is sent, as Kafka's consumer does: the epoch
+        may have moved on while the application read the positions or the call waited for the
+        coordinator (an older one is refused STALE_MEMBER_EPOCH)."""
+        if member_id == self.member_id and member_epoch > self.member_epoch > 0:
+            self.member_epoch = member_epoch
+
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
         version = common_version(ApiKey.OFFSET_COMMIT, versions, BY_ID_VERSION)
         if version < COMMIT_MIN_VERSION:

@@ -141,6 +141,12 @@ class CommitManager:
         self._fetches: dict[int, _Fetch] = {}
         self._next_auto_ms = now_ms + config.auto_commit_interval_ms
 
+    def under_way(self, reason: CommitReason) -> frozenset[tuple[Uuid, int]]:
+        """The partitions of the commits of `reason` not finished yet (for tests and observability)."""
+        return frozenset(
+            tp.key for op in self._commits.values() if op.reason is reason for tp in op.partitions or op.sent
+        )
+
     # -- commits -------------------------------------------------------------------------------
 
     def commit(

@@ -126,6 +126,11 @@ class MemberCore:
         """The reconciler (owned set, target, current step); for tests and observability."""
         return self._recon
 
+    @property
+    def commits(self) -> CommitManager:
+        """The commits and offset fetches under way; for tests and observability."""
+        return self._commits
+
     # -- the entry points -----------------------------------------------------------------------
 
     def handle(self, event: ev.Event, now_ms: int) -> list[Effect]:
@@ -156,8 +161,7 @@ class MemberCore:
             times.append(now_ms if state is S.LEAVING else due)
         if state in IN_GROUP:
             times.append(self._last_poll_ms + self.config.rebalance_timeout_ms)
-        member = self._membership()
-        commits = self._commits.next_deadline(member, state in IN_GROUP)
+        commits = self._commits.next_deadline(self._membership(), state in IN_GROUP)
         for deadline in (commits, self._recon.next_deadline(), self._hb.next_refresh(state in IN_GROUP)):
             if deadline is not None:
                 times.append(deadline)
@@ -169,12 +173,9 @@ class MemberCore:
         """Make `need` happen (see `Operations.perform`): the id of the operation that completes it,
         or None if it is done already."""
         closing = self._leave is not None and self._shutdown.closing
+        deadline_ms = self._shutdown.deadline_ms
         op_id, effects = self._ops.perform(
-            need,
-            self._membership(),
-            self._now,
-            closing=closing,
-            close_deadline_ms=self._shutdown.deadline_ms,
+            need, self._membership(), self._now, closing=closing, close_deadline_ms=deadline_ms
         )
         self._out.extend(effects)
         return op_id

@@ -230,15 +230,8 @@ class MemberSession:
         self._sent_offsets[effect.request_id] = offsets
         if len(self._sent_offsets) > _SENT_OFFSETS_KEPT:
             del self._sent_offsets[next(iter(self._sent_offsets))]
-        config = self.config
-        call = CommitCall(
-            effect.request_id,
-            config.group_id,
-            effect.member_id,
-            effect.member_epoch,
-            config.instance_id,
-            offsets,
-        )
+        group, instance = self.config.group_id, self.config.instance_id
+        call = CommitCall(effect.request_id, group, effect.member_id, effect.member_epoch, instance, offsets)
         self._to_coordinator(call)
 
     def _fetch_offsets(self, effect: FetchCommittedOffsets) -> None:
@@ -368,6 +361,8 @@ class MemberSession:
                 return
         waiting, self._for_coordinator = self._for_coordinator, []
         for call in waiting:
+            if isinstance(call, CommitCall):
+                call.follow(self.core.member_id, self.core.member_epoch)
             self._submit(node, call)
 
     def _forget_coordinator(self) -> None:

@@ -44,9 +44,10 @@ from ...broker.coordinator.records import (
     Record,
 )
 from ...client.member import MemberState
-from ...client.member.effects import Effect, InvokeCallback, StartFetching, StopFetching
-from ...client.member.model import CallbackKind
+from ...client.member.effects import Effect, InvokeCallback, SendRequest, StartFetching, StopFetching
+from ...client.member.model import CallbackKind, CommitReason
 from ...client.member.state import IN_GROUP
+from ...protocol.messages.offsets import OffsetCommitRequest
 from .host import GROUP
 from .topics import Key
 
@@ -406,6 +407,8 @@ class Checker:
             self._client_epochs[label] = epoch
         else:
             self._client_epochs[label] = 0
+        if epoch > 0:  # (a member out of the group sends what it has: the coordinator decides)
+            self._check_commit_epochs(label, epoch, effects)
         after = core.state
         if after in _LOSING or (before in IN_GROUP and after is MemberState.LEAVING):
             # Declared lost (fenced, poll timer expired, fatal): the stop and on_partitions_lost are
@@ -428,7 +431,14 @@ class Checker:
         if not released:
             return
         app = proc.app
+        # Only a member still in the group acknowledges (one fenced meanwhile lost them instead).
+        committing = core.commits.under_way(CommitReason.REVOCATION) if epoch > 0 else frozenset()
         for key in sorted(released, key=lambda k: (k[0].bytes, k[1])):
+            if key in committing:
+                self.violation(
+                    "released-before-commit",
+                    f"{label} gave up {self._label(key)} before its revocation commit finished",
+                )
             if key in app.fetching:
                 self.violation(
                     "released-while-fetching",
@@ -440,6 +450,14 @@ class Checker:
                     f"{label} gave up {self._label(key)} before its application's "
                     "on_partitions_revoked returned",
                 )
+
+    def _check_commit_epochs(self, label: str, epoch: int, effects: list[Effect]) -> None:
+        """An OffsetCommit carries the member's epoch of the moment it is sent."""
+        for effect in effects:
+            request = effect.request if isinstance(effect, SendRequest) else None
+            if isinstance(request, OffsetCommitRequest) and request.generation_id_or_member_epoch != epoch:
+                sent = request.generation_id_or_member_epoch
+                self.violation("commit-epoch", f"{label} committed with epoch {sent} in epoch {epoch}")
 
     def _exempt(self, proc: SimMember, key: Key) -> bool:
         """Zombies, and partitions their core declared lost that the application has not dropped yet."""

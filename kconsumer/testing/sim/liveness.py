@@ -99,7 +99,7 @@ def converged(world: World, state: Convergence) -> bool:
         if rebalance_work:
             state.reason = f"{label} has {len(rebalance_work)} queued rebalance work items"
             return False
-    if classic is not None and (unassigned := _unassigned(world, assignments)):
+    if unassigned := _unassigned(world, assignments):
         state.reason = f"{unassigned} subscribed partitions assigned to nobody"
         return False
     if world.checker.zombies_now:
