@@ -10,6 +10,7 @@ from member_driver import response
 
 from kconsumer.broker.server.metadata import api_versions_response
 from kconsumer.client.member import MemberConfig, MemberState, Node, PartitionOffset, TopicIdPartition
+from kconsumer.client.member.calls import CommitCall
 from kconsumer.client.member.effects import (
     AnswerQuery,
     CollectPositions,
@@ -228,6 +229,31 @@ def test_commit_of_the_positions_goes_through_the_application_thread() -> None:
     ]
     (done,) = d.of(CommitFinished)
     assert done.token == 1 and done.error is None
+
+
+def test_a_commit_leaves_with_the_epoch_of_the_moment_it_is_sent() -> None:
+    """The epoch moves on while the application reads the positions: the commit carries the new
+    one (an older one would only be refused STALE_MEMBER_EPOCH), as Kafka's consumer builds it
+    when it sends. Not for a partition the member no longer owns: the coordinator checks the
+    epoch, not the owner, so that commit keeps its epoch and its refusal drops the partition."""
+    d = driver()
+    d.answers[OffsetCommitRequest] = committed_ok
+    joined(d)
+    d.send(CommitRequested(token=1, offsets=None, sync=True))
+    (collect,) = d.of(CollectPositions)
+    d.advance(5_000)
+    (beat,) = d.held_of(ConsumerGroupHeartbeatRequest)
+    d.reply(beat, response(2, {"foo": [0, 1]}, interval=5_000))
+    assert d.session.member_epoch == 2
+    d.send(PositionsCollected(collect.request_id, tuple(PartitionOffset(tp, 5) for tp in collect.partitions)))
+    (commit,) = d.requests(OffsetCommitRequest)
+    assert commit.generation_id_or_member_epoch == 2
+
+    call = CommitCall(None, "g", "m", 2, None, (PartitionOffset(TopicIdPartition(FOO_ID, "foo", 1), 5),))
+    call.follow("m", 3, frozenset({(FOO_ID, 0)}))
+    assert call.member_epoch == 2  # foo-1 is not the member's any more
+    call.follow("m", 3, frozenset({(FOO_ID, 0), (FOO_ID, 1)}))
+    assert call.member_epoch == 3
 
 
 def test_calls_waiting_for_a_coordinator_lost_meanwhile_look_it_up_again() -> None:

@@ -227,11 +227,15 @@ class CommitCall(Call):
     offsets: tuple[PartitionOffset, ...]
     token: int | None = None
 
-    def follow(self, member_id: str, member_epoch: int) -> None:
+    def follow(self, member_id: str, member_epoch: int, owned: frozenset[tuple[Uuid, int]]) -> None:
         """Carry the member's epoch of the moment it is sent, as Kafka's consumer does: the epoch
         may have moved on while the application read the positions or the call waited for the
-        coordinator (an older one is refused STALE_MEMBER_EPOCH)."""
-        if member_id == self.member_id and member_epoch > self.member_epoch > 0:
+        coordinator (an older one is refused STALE_MEMBER_EPOCH). Only while the member still
+        owns every partition of it: otherwise the refusal makes the member send it again
+        without those (the coordinator checks the epoch, not who owns a partition)."""
+        if member_id != self.member_id or not member_epoch > self.member_epoch > 0:
+            return
+        if all(o.partition.key in owned for o in self.offsets):
             self.member_epoch = member_epoch
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:

@@ -362,7 +362,8 @@ class MemberSession:
         waiting, self._for_coordinator = self._for_coordinator, []
         for call in waiting:
             if isinstance(call, CommitCall):
-                call.follow(self.core.member_id, self.core.member_epoch)
+                owned = frozenset(tp.key for tp in self.core.reconciler.owned)
+                call.follow(self.core.member_id, self.core.member_epoch, owned)
             self._submit(node, call)
 
     def _forget_coordinator(self) -> None:

@@ -408,7 +408,7 @@ class Checker:
         else:
             self._client_epochs[label] = 0
         if epoch > 0:  # (a member out of the group sends what it has: the coordinator decides)
-            self._check_commit_epochs(label, epoch, effects)
+            self._check_commit_epochs(label, epoch, {tp.key for tp in core.reconciler.owned}, effects)
         after = core.state
         if after in _LOSING or (before in IN_GROUP and after is MemberState.LEAVING):
             # Declared lost (fenced, poll timer expired, fatal): the stop and on_partitions_lost are
@@ -451,11 +451,13 @@ class Checker:
                     "on_partitions_revoked returned",
                 )
 
-    def _check_commit_epochs(self, label: str, epoch: int, effects: list[Effect]) -> None:
-        """An OffsetCommit carries the member's epoch of the moment it is sent."""
+    def _check_commit_epochs(self, label: str, epoch: int, owned: set[Key], effects: list[Effect]) -> None:
+        """An OffsetCommit of partitions the member owns carries its epoch of the moment it is sent."""
         for effect in effects:
             request = effect.request if isinstance(effect, SendRequest) else None
-            if isinstance(request, OffsetCommitRequest) and request.generation_id_or_member_epoch != epoch:
+            if not isinstance(request, OffsetCommitRequest) or request.generation_id_or_member_epoch == epoch:
+                continue
+            if all((t.topic_id, p.partition_index) in owned for t in request.topics for p in t.partitions):
                 sent = request.generation_id_or_member_epoch
                 self.violation("commit-epoch", f"{label} committed with epoch {sent} in epoch {epoch}")
 
