@@ -14,6 +14,10 @@ since the last one (its thread is blocked meanwhile, as in ``commit_transaction`
    seeks its partitions back to their committed offsets.
 3. A process that dies with an open transaction leaves it open until the next incarnation of
    its slot initialises the same transactional id (fencing it: aborted) or its timeout aborts it.
+4. The markers of an ended transaction can wait for a coordinator election. Until the group's
+   marker is written, the producer's next TxnOffsetCommit is answered CONCURRENT_TRANSACTIONS and
+   retried, as Kafka's transaction coordinator answers the next AddOffsetsToTxn: otherwise the late
+   marker would complete the next transaction's pending offsets with it.
 
 Members fetch their committed offsets with ``require_stable`` (read_committed), so a new owner
 waits for a pending transaction instead of starting below its offsets.
@@ -82,6 +86,8 @@ class ExactlyOnce:
         #: Each slot's producer epoch (its transactional id is stable across incarnations).
         self.epochs: dict[int, int] = {}
         self.open: dict[int, Transaction] = {}
+        #: Per producer id: markers of ended transactions not written to the group yet.
+        self.markers_pending: dict[int, int] = {}
         self.numbers = 0
         self.stats = {"committed": 0, "aborted": 0, "refused": 0, "fenced": 0, "timed_out": 0}
 
@@ -157,6 +163,9 @@ class ExactlyOnce:
         )
         if txn.state != "open":
             return  # aborted meanwhile (fenced): the coordinator refuses the old epoch
+        if self.markers_pending.get(txn.producer_id):  # CONCURRENT_TRANSACTIONS: try again
+            self.world.sched.after(_RETRY_BACKOFF_MS + self.world.net.latency(), self._offsets_arrive, txn)
+            return
         response = host.serve(host.broker, request, 3, txn.member_id)
         assert isinstance(response, TxnOffsetCommitResponse)
         codes = {p.error_code for topic in response.topics for p in topic.partitions}
@@ -191,7 +200,7 @@ class ExactlyOnce:
             return
         txn.state = "committed"
         self.stats["committed"] += 1
-        self.world.host.complete_transaction(txn.producer_id, True, txn.member_id)
+        self._write_markers(txn, committed=True)
         again: list[str] = []
         for key, start, end in txn.records:
             for offset in range(start, end):
@@ -222,8 +231,17 @@ class ExactlyOnce:
     def _abort(self, txn: Transaction, why: str) -> None:
         txn.state = "aborted"
         self.stats["aborted"] += 1
-        self.world.host.complete_transaction(txn.producer_id, False, txn.member_id)
+        self._write_markers(txn, committed=False)
         self.world.trace.log(self.world.sched.now, txn.proc.label, f"transaction {txn.number} aborted: {why}")
+
+    def _write_markers(self, txn: Transaction, committed: bool) -> None:
+        producer = txn.producer_id
+        self.markers_pending[producer] = self.markers_pending.get(producer, 0) + 1
+
+        def written() -> None:
+            self.markers_pending[producer] -= 1
+
+        self.world.host.complete_transaction(producer, committed, txn.member_id, written)
 
     def _rewind(self, app: SimApp) -> None:
         """``seek`` every fetched partition back to its committed offset (the start without one)."""

@@ -222,17 +222,22 @@ class CoordinatorHost:
             else:
                 self._early[ticket] = response
 
-    def complete_transaction(self, producer_id: int, committed: bool, sender: str) -> None:
+    def complete_transaction(
+        self, producer_id: int, committed: bool, sender: str, written: Callable[[], None] | None = None
+    ) -> None:
         """A transaction marker reaches the group: the producer's pending offsets are committed or
-        dropped (during an election, once a coordinator serves again: the markers are retried)."""
+        dropped (during an election, once a coordinator serves again: the markers are retried);
+        `written` is called once it is."""
         coordinator = self.coordinator
         if coordinator is None or self.sched.now < self.loading_until:
             retry = max(self.loading_until, self.sched.now) + 100
-            self.sched.at(retry, self.complete_transaction, producer_id, committed, sender)
+            self.sched.at(retry, self.complete_transaction, producer_id, committed, sender, written)
             return
         records = coordinator.complete_transaction(GROUP, producer_id, committed, self.sched.now)
         self._after(records, "txn-end", sender)
         self._arm()
+        if written is not None:
+            written()
 
     def _after(self, records: list[Record], kind: str, sender: str) -> None:
         if self.checker is not None:

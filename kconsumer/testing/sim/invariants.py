@@ -431,8 +431,10 @@ class Checker:
         if not released:
             return
         app = proc.app
-        # Only a member still in the group acknowledges (one fenced meanwhile lost them instead).
-        committing = core.commits.under_way(CommitReason.REVOCATION) if epoch > 0 else frozenset()
+        # Only a member staying in the group acknowledges a revocation (one fenced meanwhile lost
+        # the partitions; a leave gives them up after its own commit of them, which it waits for).
+        acknowledges = epoch > 0 and after in IN_GROUP
+        committing = core.commits.under_way(CommitReason.REVOCATION) if acknowledges else frozenset()
         for key in sorted(released, key=lambda k: (k[0].bytes, k[1])):
             if key in committing:
                 self.violation(
