@@ -6,6 +6,14 @@ longer differs fails the suite too (it would hide a future regression).
 from __future__ import annotations
 
 INTENDED: dict[tuple[str, str], str] = {
+    ("regex_changed_to_one_matching_nothing", "after A's regex matches nothing"): (
+        "A member that switches to a regex matching nothing while another member keeps the topic: "
+        "Apache Kafka 4.4 bumps no epoch when that regex resolves to nothing, so the member's "
+        "target keeps the partition it gave up and nobody owns it until some other change bumps "
+        "the epoch (a liveness gap: those records wait). The reference coordinator bumps the epoch "
+        "when a regex resolving to nothing leaves a member with a target, and the partition moves "
+        "to the other member. Found by the simulation (seed 8796028)."
+    ),
     ("metadata_by_name", "every topic"): (
         "Apache Kafka lists its internal __consumer_offsets topic (is_internal=true) once a group "
         "has used it; the reference cluster keeps group state in its own record log, not in a topic, "

@@ -302,3 +302,24 @@ def a_member_that_stops_heartbeating_expires(s: Script) -> None:
     b.beat("B's heartbeat after its session expired")
     converge(s, G, [a])
     observe_group(s, "A alone", G, [a])
+
+
+@scenario()
+def regex_changed_to_one_matching_nothing(s: Script) -> None:
+    """A member switches from a regex matching the topic to one matching nothing, while another
+    member's regex keeps the topic in the group. Apache Kafka 4.4 bumps no epoch: the member's
+    target keeps the partition it gave up, and nobody owns it; the reference coordinator assigns
+    it to the other member (intended: `intended.INTENDED`)."""
+    s.topic("t", 2)
+    a = ScriptedMember(s, G, "A", regex="t.*")
+    b = ScriptedMember(s, G, "B", regex="t.*")
+    a.join()
+    b.join()
+    converge(s, G, [a, b])
+    observe_group(s, "both on the topic", G, [a, b])
+    a.regex = "x.*"
+    for _ in range(20):  # the new regex's resolution comes meanwhile
+        a.beat()
+        b.beat()
+        time.sleep(0.1)
+    observe_group(s, "after A's regex matches nothing", G, [a, b])

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
 from kconsumer.client.member import classic_routes
@@ -188,6 +189,12 @@ def classic_leader_watches_only_its_own_topics(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(ClassicExchange, "_led_topics", lambda self: set())
 
 
+def regex_matching_nothing_strands_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before (as Apache Kafka 4.4): a regex resolving to nothing bumped no epoch, even when a
+    member that had switched to it still had a target: its partitions stayed owned by nobody."""
+    monkeypatch.setattr(coordinator_module, "strands_a_target", lambda group, regex: False)
+
+
 REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "late_answer_forgets_the_new_coordinator": (
         late_answer_forgets_the_new_coordinator,
@@ -212,6 +219,10 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
         frozenset({"hold-not-owner", "double-hold"}),
     ),
     "static_replacement_drops_regexes": (static_replacement_drops_regexes, frozenset({"liveness"})),
+    "regex_matching_nothing_strands_partitions": (
+        regex_matching_nothing_strands_partitions,
+        frozenset({"liveness"}),
+    ),
     "auto_commit_includes_revoking": (
         auto_commit_includes_revoking,
         frozenset({"commit-by-non-owner", "commit-regressed"}),

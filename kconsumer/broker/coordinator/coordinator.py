@@ -341,14 +341,16 @@ class GroupCoordinator:
     def _resolve_regex(self, ctx: Context, group: ConsumerGroup, regex: str) -> None:
         """Resolve a regex a member subscribed with (if some member still uses it and nobody
         resolved it meanwhile), as Kafka does when its background resolution completes: when it
-        matches a topic, bump the group epoch and compute the new target (a regex matching
-        nothing changes no epoch, as on Kafka 4.4)."""
+        matches a topic, bump the group epoch and compute the new target. A regex matching
+        nothing changes no epoch, as on Kafka 4.4, unless a member subscribed with it still has
+        a target: Kafka 4.4 leaves such a member's partitions (of the topics its old subscription
+        had) assigned to it and owned by nobody; the reference coordinator assigns them anew."""
         if regex not in group.subscribed_regexes or regex in group.resolved_regexes:
             return
         topics = matching_topics(regex, ctx.image.topics_by_name)
         resolved = ResolvedRegex(topics, ctx.image.version, ctx.now_ms)
         ctx.writer.write(RegexRecord(group.group_id, regex, resolved))
-        if topics:
+        if topics or strands_a_target(group, regex):
             bump_group_epoch(ctx, group)
             maybe_update_target(ctx, group)
 
@@ -396,3 +398,11 @@ class GroupCoordinator:
                 if regex not in group.resolved_regexes:
                     coordinator.timers.schedule(regex_timer(group.group_id, regex), now_ms)
         return coordinator
+
+
+def strands_a_target(group: ConsumerGroup, regex: str) -> bool:
+    """Whether a member subscribed with `regex` (which matches nothing) still has a target."""
+    return any(
+        member.metadata.subscribed_topic_regex == regex and group.target_of(member_id).partitions
+        for member_id, member in group.members.items()
+    )
