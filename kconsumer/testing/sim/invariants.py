@@ -408,7 +408,7 @@ class Checker:
         else:
             self._client_epochs[label] = 0
         if epoch > 0:  # (a member out of the group sends what it has: the coordinator decides)
-            self._check_commit_epochs(label, epoch, {tp.key for tp in core.reconciler.owned}, effects)
+            self._check_commit_epochs(proc, epoch, effects)
         after = core.state
         if after in _LOSING or (before in IN_GROUP and after is MemberState.LEAVING):
             # Declared lost (fenced, poll timer expired, fatal): the stop and on_partitions_lost are
@@ -453,15 +453,16 @@ class Checker:
                     "on_partitions_revoked returned",
                 )
 
-    def _check_commit_epochs(self, label: str, epoch: int, owned: set[Key], effects: list[Effect]) -> None:
+    def _check_commit_epochs(self, proc: SimMember, epoch: int, effects: list[Effect]) -> None:
         """An OffsetCommit of partitions the member owns carries its epoch of the moment it is sent."""
         for effect in effects:
             request = effect.request if isinstance(effect, SendRequest) else None
             if not isinstance(request, OffsetCommitRequest) or request.generation_id_or_member_epoch == epoch:
                 continue
+            owned = {tp.key for tp in proc.core.reconciler.owned}  # only for a commit that differs
             if all((t.topic_id, p.partition_index) in owned for t in request.topics for p in t.partitions):
                 sent = request.generation_id_or_member_epoch
-                self.violation("commit-epoch", f"{label} committed with epoch {sent} in epoch {epoch}")
+                self.violation("commit-epoch", f"{proc.label} committed with epoch {sent} in epoch {epoch}")
 
     def _exempt(self, proc: SimMember, key: Key) -> bool:
         """Zombies, and partitions their core declared lost that the application has not dropped yet."""
