@@ -425,12 +425,18 @@ class Feeder:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._counter = 0
+        #: What stopped the feeding thread early, raised again by `stop()`.
+        self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"feeder-{topic}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.produce_round()
+        try:
+            while not self._stop.wait(self.every):
+                self.produce_round()
+        except BaseException as exc:
+            self.failure = exc
+            raise
 
     def produce_round(self) -> None:
         partitions = self.cluster.topics().get(self.topic, 0)
@@ -448,6 +454,8 @@ class Feeder:
     def stop(self) -> dict[Key, list[int]]:
         self._stop.set()
         self._thread.join(10)
+        if self.failure is not None:
+            raise AssertionError(f"the feeder of {self.topic!r} stopped early") from self.failure
         with self._lock:
             return {key: list(offsets) for key, offsets in self.produced.items()}
 

@@ -146,7 +146,7 @@ class Ledger:
             while not self._sampling.wait(every):
                 try:
                     description = cluster.describe_group(group)
-                except RuntimeError:
+                except (RuntimeError, TimeoutError):
                     return  # the cluster stopped (the test ended without check())
                 self.samples += 1
                 if description is None:
@@ -188,7 +188,29 @@ class Ledger:
                     missing = sorted(set(offsets) - received.get(key, set()))
                     if missing:
                         problems.append(f"{key}: {len(missing)} records never consumed, first {missing[:5]}")
-        assert not problems, "\n".join(problems[:30])
+            histories = [self._history(key) for key in self._keys() if any(str(key) in p for p in problems)]
+        assert not problems, "\n".join(problems[:30] + histories[:4])
+
+    def _keys(self) -> list[Key]:
+        return sorted({interval.key for interval in self.intervals})
+
+    def _history(self, key: Key) -> str:
+        """Who held `key` when (seconds after the first assignment), what was committed at each
+        start and end, and the first and last offsets each holder read: the story behind a problem."""
+        origin = min((interval.start for interval in self.intervals), default=0.0)
+        lines = [f"history of {key}:"]
+        for interval in self.intervals:
+            if interval.key != key:
+                continue
+            end = "open" if interval.end is None else f"{interval.end - origin:.3f} {interval.how}"
+            offsets = interval.offsets
+            read = f"read {offsets[0]}..{offsets[-1]}" if offsets else "read nothing"
+            start = f"{interval.start - origin:.3f} (committed {interval.committed_at_start})"
+            lines.append(
+                f"  {interval.member}: {start} to {end} (committed {interval.committed_at_end}), "
+                f"{read} ({len(offsets)})"
+            )
+        return "\n".join(lines)
 
     def _interleaved_reads(self) -> list[str]:
         """Reads of a partition by a member after another member read it since the first one's

@@ -131,3 +131,21 @@ def test_the_same_record_twice_in_one_assignment_fails() -> None:
     ledger.received("a", record(0))
     with pytest.raises(AssertionError, match="twice in one assignment"):
         ledger.check()
+
+
+def test_a_failure_tells_the_history_of_the_partition_it_names() -> None:
+    ledger = committed_at(None)
+    ledger.assigned("a", [P0])
+    ledger.received("a", record(0))
+    ledger.received("a", record(1))
+    ledger.released("a", [P0], "revoked", {P0: 2})
+    ledger._committed = lambda keys: dict.fromkeys(keys, 2)
+    ledger.assigned("c", [P0])
+    ledger.received("c", record(0))  # started over although 2 was committed
+    with pytest.raises(AssertionError) as failure:
+        ledger.check()
+    story = str(failure.value)
+    assert "again although 2 was committed" in story
+    assert f"history of {P0}:" in story
+    assert "a: 0.000 (committed None) to " in story and "revoked (committed 2), read 0..1 (2)" in story
+    assert "c: " in story and "(committed 2) to open (committed None), read 0..0 (1)" in story

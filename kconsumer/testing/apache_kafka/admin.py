@@ -81,19 +81,6 @@ R = TypeVar("R", bound=Message)
 SETTLE_TIMEOUT_S = 60.0
 #: Records per Produce batch: Kafka refuses batches over message.max.bytes (1 MB by default).
 _BATCH_BYTES = 512 * 1024
-#: Errors after which a request is worth repeating (leadership or coordinator still moving).
-_RETRIABLE = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
 
 
 class Retry(Exception):
@@ -168,7 +155,7 @@ class KafkaAdmin:
             except (Retry, WireError) as exc:
                 last: BaseException = exc
             except KafkaApiError as exc:
-                if exc.code not in _RETRIABLE:
+                if not ErrorCode.of(exc.code).retriable:
                     raise
                 last = exc
             if time.monotonic() > deadline:
