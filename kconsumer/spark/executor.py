@@ -2,9 +2,10 @@
 
 Executors never join the consumer group: the driver (the group member) planned the range, and
 the executor reads ``[start, until)`` of one partition with a librdkafka handle that is assigned
-at `start` and never subscribes or commits. Handles are reused across tasks of the same Python
-worker (one idle handle per configuration), since creating one costs a connection and a metadata
-round trip.
+at `start` and never subscribes or commits. Each range gets a new handle, closed when the range
+is read: from its creation to its first record takes about 12 ms on the reference broker, and an
+idle handle kept for the next task would hold connections (and log their failures) to clusters
+that may be gone by then.
 
 A range ends when a record at or past `until` arrives, or when the partition's end (EOF) is at
 or past `until`: offsets missing inside the range (compaction, transaction markers, aborted
@@ -16,8 +17,12 @@ start offset) fail the task when ``failOnDataLoss`` is true, and are skipped oth
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
+import threading
 import time
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -82,9 +87,39 @@ def read_range(
     handle = RdKafkaConsumer(reader_config(client_config, fail_on_data_loss))
     try:
         handle.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
-        yield from _read(handle, rng, timeout_s, fail_on_data_loss, batch_rows)
+        with _collection_paused():
+            yield from _read(handle, rng, timeout_s, fail_on_data_loss, batch_rows)
     finally:
         handle.close()
+
+
+_paused_reads = 0
+_paused_lock = threading.Lock()
+_collector_was_enabled = False
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while ranges are read (on again after the last).
+
+    A read allocates about ten thousand container objects per `consume()` (librdkafka messages,
+    timestamp tuples, column lists) and keeps a batch's worth alive: the collector then runs over
+    and over, promoting them, and took about a third of a range's read time (0.80 s against 0.49 s
+    for 400,000 records of 100 B read one range after the other). The read makes no reference
+    cycles, so reference counting frees everything meanwhile."""
+    global _paused_reads, _collector_was_enabled
+    with _paused_lock:
+        if _paused_reads == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _paused_reads += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused_reads -= 1
+            if _paused_reads == 0 and _collector_was_enabled:
+                gc.enable()
 
 
 def _read(
@@ -106,45 +141,56 @@ def _read(
         # At most the records left: librdkafka's consume() returns as soon as it has that many.
         wanted = max(1, min(batch_rows - len(builder), until - next_offset))
         messages = handle.consume(wanted, min(remaining, _SLICE_S))
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                code = error.code()
-                if code == KafkaError._PARTITION_EOF:
-                    log_end = message.offset()
-                    if log_end is not None and log_end >= until:
-                        next_offset = until
-                        break
-                    continue
-                if code in _DATA_LOSS:
-                    if fail_on_data_loss:
-                        raise RangeReadError(
-                            f"data loss reading {topic}-{partition} offsets [{rng.start}, {until}) at "
-                            f"{next_offset}: {error.str()} (set failOnDataLoss=false to skip lost records)"
-                        )
-                    if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                        log.warning("kconsumer: %s-%d: records lost, skipping: %s", topic, partition, error)
-                        continue
-                    log.warning("kconsumer: %s-%d is gone: %s", topic, partition, error)
+        run_start = 0
+        # Records come in runs between error events (EOF, usually last); each run is added whole.
+        for index in [i for i, m in enumerate(messages) if m.error() is not None] + [len(messages)]:
+            next_offset = _add_run(builder, messages[run_start:index], next_offset, until)
+            if next_offset >= until or index == len(messages):
+                break
+            run_start = index + 1
+            error = messages[index].error()
+            assert error is not None  # the index of an error event
+            code = error.code()
+            if code == KafkaError._PARTITION_EOF:
+                log_end = messages[index].offset()
+                if log_end is not None and log_end >= until:
                     next_offset = until
                     break
-                if error.fatal():
-                    raise RangeReadError(f"reading {topic}-{partition}: {error.str()}")
-                log.info("kconsumer: %s-%d: %s (retrying)", topic, partition, error)
                 continue
-            offset = message.offset()
-            if offset is None or offset < next_offset:
-                continue
-            if offset >= until:
+            if code in _DATA_LOSS:
+                if fail_on_data_loss:
+                    raise RangeReadError(
+                        f"data loss reading {topic}-{partition} offsets [{rng.start}, {until}) at "
+                        f"{next_offset}: {error.str()} (set failOnDataLoss=false to skip lost records)"
+                    )
+                if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    log.warning("kconsumer: %s-%d: records lost, skipping: %s", topic, partition, error)
+                    continue
+                log.warning("kconsumer: %s-%d is gone: %s", topic, partition, error)
                 next_offset = until
                 break
-            builder.add(message)
-            next_offset = offset + 1
-            if len(builder) >= batch_rows:
-                yield builder.build()
+            if error.fatal():
+                raise RangeReadError(f"reading {topic}-{partition}: {error.str()}")
+            log.info("kconsumer: %s-%d: %s (retrying)", topic, partition, error)
+        if len(builder) >= batch_rows:
+            yield builder.build()
         if not messages and next_offset < until:
             position = handle.position([TopicPartition(topic, partition)])[0].offset
             if position >= until:
                 next_offset = until
     if len(builder):
         yield builder.build()
+
+
+def _add_run(builder: BatchBuilder, messages: list[Any], next_offset: int, until: int) -> int:
+    """Add the records of `messages` (no error events; one partition, so offsets increase) that
+    fall in ``[next_offset, until)``; the offset to read next (`until` once a record reached it)."""
+    if not messages:
+        return next_offset
+    offsets = [m.offset() for m in messages]
+    first = bisect_left(offsets, next_offset)  # records below it were read already (a replay)
+    end = bisect_left(offsets, until)
+    if first < end:
+        builder.extend(messages[first:end], offsets[first:end])
+        next_offset = offsets[end - 1] + 1
+    return until if end < len(offsets) else next_offset

@@ -97,16 +97,17 @@ class BatchBuilder:
     def __len__(self) -> int:
         return len(self._offsets)
 
-    def add(self, message: Any) -> None:
-        """Append one record (a confluent-kafka Message without error)."""
-        self._keys.append(message.key())
-        self._values.append(message.value())
-        self._offsets.append(message.offset())
-        kind, millis = message.timestamp()
-        self._types.append(_TIMESTAMP_TYPE.get(kind, -1))
-        self._timestamps.append(None if kind == 0 or millis < 0 else millis * 1000)
-        headers: Sequence[tuple[str, bytes | None]] | None = message.headers()
-        self._headers.append([{"key": k, "value": v} for k, v in headers] if headers else [])
+    def extend(self, messages: Sequence[Any], offsets: Sequence[int]) -> None:
+        """Append records (confluent-kafka Messages without error) and their `offsets`, a whole
+        run at once: one pass per column, no per-record method of the builder."""
+        self._keys += [m.key() for m in messages]
+        self._values += [m.value() for m in messages]
+        self._offsets += offsets
+        stamps = [m.timestamp() for m in messages]
+        self._types += [_TIMESTAMP_TYPE.get(kind, -1) for kind, _millis in stamps]
+        self._timestamps += [None if kind == 0 or millis < 0 else millis * 1000 for kind, millis in stamps]
+        every_headers = [m.headers() for m in messages]
+        self._headers += [[{"key": k, "value": v} for k, v in hs] if hs else [] for hs in every_headers]
 
     def build(self) -> pa.RecordBatch:
         """The collected records as one batch; the builder is empty afterwards."""

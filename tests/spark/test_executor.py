@@ -151,3 +151,42 @@ def test_a_log_ending_before_the_range_end_times_out_naming_it() -> None:
     handle = _Handle([_Message(0), _Message(1, _Eof())])
     with pytest.raises(RangeReadError, match=r"reached offset 1; the partition's log ends at 1"):
         _fake_read(handle, 0, 3, timeout_s=0.3)
+
+
+def test_records_around_an_error_event_and_a_replay_are_each_read_once() -> None:
+    # A batch repeats offsets already read (a replay after a reconnect) and holds an EOF event
+    # in its middle (the log ended at 3 then grew): the runs before and after it are both read.
+    handle = _Handle(
+        [_Message(0), _Message(1)],
+        [_Message(0), _Message(1), _Message(2), _Message(3, _Eof()), _Message(3), _Message(4)],
+    )
+    assert _fake_read(handle, 0, 5) == [0, 1, 2, 3, 4]
+
+
+def test_the_collector_is_paused_while_ranges_are_read_and_back_after_the_last() -> None:
+    import gc
+
+    from kconsumer.spark.executor import _collection_paused
+
+    assert gc.isenabled()
+    first, second = _collection_paused(), _collection_paused()
+    first.__enter__()
+    second.__enter__()  # two reads interleaved (two generators on one thread)
+    assert not gc.isenabled()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the other read goes on
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_an_abandoned_read_turns_the_collector_back_on(cluster: ReferenceCluster) -> None:
+    import gc
+
+    cluster.create_topic("t", 1)
+    cluster.produce("t", [b"x"] * 30, partition=0)
+    config = {"bootstrap.servers": cluster.bootstrap_servers}
+    reading = read_range(config, OffsetRange("t", 0, 0, 30), timeout_s=10.0, batch_rows=10)
+    next(reading)
+    assert not gc.isenabled()
+    reading.close()  # Spark stops a task early (a LIMIT reached)
+    assert gc.isenabled()
