@@ -337,6 +337,10 @@ class Checker:
         if old.state.snapshot() != new.state.snapshot():
             self.violation("failover-state", "the replayed coordinator state differs from the old one")
         self._check_stored_offsets(new)
+        # The new coordinator knows the group as stored: a classic group whose only members were
+        # joining (never stored) is empty there, and a consumer-protocol join deletes it.
+        classic = new.state.classic_groups.get(GROUP)
+        self._classic_was_empty = classic is not None and not classic.members
 
     def _check_views(self) -> None:
         for kind, view in (("fetch", self.fetchers), ("hold", self.holders)):
