@@ -3,11 +3,18 @@ ListGroups) and of classic groups, the classic → consumer upgrade, and group d
 
 from __future__ import annotations
 
+import time
+
 from members import ScriptedMember, converge
 from scenario import scenario
 from script import Script
 
-from kconsumer.protocol.consumer_protocol import ConsumerSubscription, encode_consumer_protocol
+from kconsumer.protocol.consumer_protocol import (
+    ConsumerAssignment,
+    ConsumerSubscription,
+    ConsumerTopicPartitions,
+    encode_consumer_protocol,
+)
 from kconsumer.protocol.messages.admin import (
     CreatableTopic,
     CreatePartitionsRequest,
@@ -172,14 +179,26 @@ class ClassicMember:
         self.generation = answer.generation_id
         return answer
 
-    def join_and_sync(self, label: str | None = None) -> None:
+    def join_and_sync(self, label: str | None = None, takes: dict[str, list[int]] | None = None) -> None:
+        """Join (again with the id if asked to) and sync; as the leader, give every member nothing,
+        except itself the partitions of `takes` (logical topic → partitions)."""
         answer = self.join(None if label is None else f"{label}: join")
         if answer.error_code:  # MEMBER_ID_REQUIRED: join again with the id
             answer = self.join(None if label is None else f"{label}: join with the id")
         assignments = []
         if answer.leader == answer.member_id:
+            mine = ConsumerAssignment(
+                assigned_partitions=[
+                    ConsumerTopicPartitions(topic=self.s.t(topic), partitions=parts)
+                    for topic, parts in (takes or {}).items()
+                ]
+            )
             assignments = [
-                SyncGroupRequestAssignment(member_id=m.member_id, assignment=b"") for m in answer.members
+                SyncGroupRequestAssignment(
+                    member_id=m.member_id,
+                    assignment=encode_consumer_protocol(mine) if m.member_id == self.member_id else b"",
+                )
+                for m in answer.members
             ]
         sync = SyncGroupRequest(
             group_id=self.group,
@@ -256,6 +275,47 @@ def classic_group_upgraded_by_a_consumer_member(s: Script) -> None:
         },
     )
     classic.heartbeat("the classic member's heartbeat")
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_group_converted_after_its_topic_grew(s: Script) -> None:
+    """A classic member holds both partitions of its topic; the topic grows to three while the
+    group is still classic; a consumer-protocol member whose regex matches nothing joins and
+    converts the group. Does the converted group's target take the third partition?"""
+    s.topic("t", 2)
+    classic = _classic_member(s, "grown", "C")
+    classic.join_and_sync(takes={"t": [0, 1]})
+    s.grow("t", 3)
+    newcomer = ScriptedMember(s, "grown", "N", regex="x.*")
+    newcomer.join()
+    for _ in range(20):  # the regex's resolution comes meanwhile
+        newcomer.beat()
+        s.send(
+            HeartbeatRequest(group_id="grown", generation_id=classic.generation, member_id=classic.member_id),
+            group="grown",
+        )
+        time.sleep(0.1)
+    _observe_shares(s, "the converted group after the regex resolved", "grown")
+    # A classic client sees the third partition in its metadata and joins again.
+    classic.join_and_sync(takes={"t": [0, 1]})
+    newcomer.beat()
+    _observe_shares(s, "after the classic member joined again", "grown")
+
+
+def _observe_shares(s: Script, label: str, group: str) -> None:
+    """The group's epochs and, per member, its type and how many partitions it holds and has as
+    its target (which member holds which depends on the random member ids)."""
+    described = s.plain(s.send(_describe_request(group), group=group))["groups"][0]
+    s.observe(
+        label,
+        {
+            "epochs": (described["group_epoch"], described["assignment_epoch"]),
+            "members": sorted(
+                (m["member_type"], _count(m["assignment"]), _count(m["target_assignment"]))
+                for m in described["members"]
+            ),
+        },
+    )
 
 
 @scenario(initial_rebalance_delay_ms=0)

@@ -111,7 +111,13 @@ class Script:
         self.cluster.delete_topic(self.t(name))
         self._coordinator_sees(name, present=False)
 
-    def _coordinator_sees(self, name: str, present: bool) -> None:
+    def grow(self, name: str, total: int) -> None:
+        """Give logical topic `name` `total` partitions and wait until the group coordinator
+        assigns them all."""
+        self.cluster.create_partitions(self.t(name), total)
+        self._coordinator_sees(name, present=True, partitions=total)
+
+    def _coordinator_sees(self, name: str, present: bool, partitions: int | None = None) -> None:
         """Apache Kafka's group coordinator learns of topic changes from the metadata log after
         the broker does; the reference cluster's at once. A throwaway member subscribed to the
         topic in a group of its own shows when the coordinator has caught up (then the group is
@@ -132,8 +138,10 @@ class Script:
             request.member_epoch = answer.member_epoch
             if answer.assignment is None:
                 return False
-            assigned = any(tp.partitions for tp in answer.assignment.topic_partitions)
-            return assigned == present
+            count = sum(len(tp.partitions) for tp in answer.assignment.topic_partitions)
+            if partitions is not None:
+                return count == partitions
+            return (count > 0) == present
 
         self.until(
             f"the coordinator to see {name!r} {'created' if present else 'deleted'}", caught_up, every=0.05

@@ -131,6 +131,9 @@ class Checker:
         #: JoinGroup answers on, stored or not (a rebalance that failed at SyncGroup is not).
         self.max_epoch_handed_out = 0
         self._classic_was_empty = False
+        #: The epoch a non-empty classic group was converted at (its classic assignment is the
+        #: target until the next epoch bump, partitions added since then included, as in Kafka).
+        self.converted_at_epoch: int | None = None
         #: A classic group's generation once its join phase is over (None: consumer group, or
         #: a classic group preparing a rebalance).
         self._classic_generation: int | None = None
@@ -181,11 +184,14 @@ class Checker:
         if records or kind == "hb":
             self.members = frozenset(group.members)
             self._classic_generation = None
-        if self._classic_was_empty and any(isinstance(r, ClassicGroupTombstone) for r in records):
+        converted = any(isinstance(r, ClassicGroupTombstone) for r in records)
+        if self._classic_was_empty and converted:
             # An empty classic group deleted for a consumer-protocol join: a new group, epochs
             # from the start (a conversion of a non-empty one keeps them).
             self.max_group_epoch = self.max_epoch_handed_out = 0
-            self._coordinator_epochs = {}
+            self._coordinator_epochs, self.converted_at_epoch = {}, None
+        elif converted:
+            self.converted_at_epoch = group.group_epoch
         self._classic_was_empty = False
         epoch = group.group_epoch
         if epoch < self.max_group_epoch:

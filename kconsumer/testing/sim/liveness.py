@@ -7,6 +7,12 @@ epoch with no reconciliation step and owns exactly its target; the coordinator h
 the group epoch with exactly its target assigned and nothing pending revocation; its application
 fetches exactly its target and has no queued rebalance work (stops, starts, callbacks, leaves;
 periodic commits may be queued); and no zombie is left.
+
+Every subscribed partition must be assigned, except in a group converted from a classic one and
+at the epoch of its conversion: Apache Kafka 4.4 takes the classic members' assignment as the
+target and computes the topics' metadata hash at that moment, so partitions added while the
+group was classic stay unassigned until something else bumps the epoch (the fidelity scenario
+``classic_group_converted_after_its_topic_grew`` shows it; the reference coordinator does the same).
 """
 
 from __future__ import annotations
@@ -99,7 +105,8 @@ def converged(world: World, state: Convergence) -> bool:
         if rebalance_work:
             state.reason = f"{label} has {len(rebalance_work)} queued rebalance work items"
             return False
-    if unassigned := _unassigned(world, assignments):
+    stranded_by_conversion = group is not None and world.checker.converted_at_epoch == epoch
+    if (unassigned := _unassigned(world, assignments)) and not stranded_by_conversion:
         state.reason = f"{unassigned} subscribed partitions assigned to nobody"
         return False
     if world.checker.zombies_now:
