@@ -160,6 +160,15 @@ def watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, i
         consumer.close()
 
 
+#: The hand-over phases of a rebalance event (`rebalance_measure.handover_phases`).
+HANDOVER_PHASES = ("release_s", "assign_s", "first_record_s")
+
+
+def _median_known(values: Iterable[float | None]) -> float:
+    """The median of the values that are known (neither None nor NaN); NaN if none is."""
+    return median(v for v in values if v is not None and not math.isnan(v))
+
+
 def median(values: Iterable[float]) -> float:
     data = list(values)
     return statistics.median(data) if data else math.nan
@@ -260,6 +269,7 @@ def aggregate_rebalance(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "longest_gap_s": median(r["longest_gap_s"] for r in good),
                 "duplicates": median(r["duplicates"] for r in good),
                 "moved": median(r["moved"] for r in good),
+                **{phase: _median_known(r.get(phase) for r in good) for phase in HANDOVER_PHASES},
             }
         )
     return out

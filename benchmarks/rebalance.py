@@ -37,18 +37,17 @@ same everywhere: see `TIMERS`.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import threading
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import GroupTimers, broker, log
+from .rebalance_measure import Events, converged_since, handover_phases, measure, timeline
 
 #: (name, broker, client kind) in report order.
 COMBOS = (
@@ -72,8 +71,6 @@ TIMERS = GroupTimers(session_timeout_ms=6_000, heartbeat_interval_ms=1_000, assi
 #: Records per second written to each partition (capped in total by `MAX_RATE`).
 RATE_PER_PARTITION = 20
 MAX_RATE = 4_000
-#: No ownership change for this long (and everything owned and consumed again) ends an event.
-QUIET_S = 2.5
 TOPIC = "rebalance"
 
 
@@ -245,6 +242,10 @@ class EventResult:
     duplicates: int
     moved: int
     note: str = ""
+    #: Medians of the hand-over phases (`rebalance_measure.handover_phases`), seconds.
+    release_s: float = float("nan")
+    assign_s: float = float("nan")
+    first_record_s: float = float("nan")
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -254,116 +255,16 @@ class EventResult:
 class Log:
     """Every report from the members, in arrival order, plus the parent's own (kills, exits)."""
 
-    events: list[tuple[str, float, str, Any]] = field(default_factory=list)
+    events: Events = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, event: tuple[str, float, str, Any]) -> None:
         with self.lock:
             self.events.append(event)
 
-    def snapshot(self) -> list[tuple[str, float, str, Any]]:
+    def snapshot(self) -> Events:
         with self.lock:
             return sorted(self.events, key=lambda e: e[1])
-
-
-def _timeline(events: list[tuple[str, float, str, Any]], partitions: int) -> dict[str, Any]:
-    """Ownership intervals and consumption times per partition, from the sorted event log."""
-    owners: dict[int, set[str]] = defaultdict(set)
-    held: dict[str, set[int]] = defaultdict(set)
-    changes: dict[int, list[float]] = defaultdict(list)  # times a partition's owners changed
-    unowned_since: dict[int, float | None] = dict.fromkeys(range(partitions), 0.0)
-    unowned: dict[int, list[tuple[float, float]]] = defaultdict(list)  # closed intervals
-    consumed: dict[int, list[tuple[float, str, int]]] = defaultdict(list)
-    members: set[str] = set()
-    for kind, t, name, data in events:
-        if kind == "subscribed":
-            members.add(name)
-        elif kind == "assign":
-            for p in data:
-                if not owners[p] and unowned_since.get(p) is not None:
-                    unowned[p].append((unowned_since[p] or 0.0, t))
-                    unowned_since[p] = None
-                owners[p].add(name)
-                held[name].add(p)
-                changes[p].append(t)
-        elif kind in ("revoke", "lost", "dead", "closed"):
-            gone = list(held[name]) if kind in ("dead", "closed") else data
-            for p in gone:
-                if name in owners[p]:
-                    owners[p].discard(name)
-                    held[name].discard(p)
-                    changes[p].append(t)
-                    if not owners[p]:
-                        unowned_since[p] = t
-            if kind in ("dead", "closed"):
-                members.discard(name)
-        elif kind == "records":
-            for p, offset in data:
-                consumed[p].append((t, name, offset))
-    return {
-        "owners": owners,
-        "held": held,
-        "changes": changes,
-        "unowned": unowned,
-        "unowned_since": unowned_since,
-        "consumed": consumed,
-        "members": members,
-    }
-
-
-def _converged(tl: dict[str, Any], partitions: int, since: float, now: float) -> bool:
-    owners, held, changes, consumed = tl["owners"], tl["held"], tl["changes"], tl["consumed"]
-    if any(not owners[p] for p in range(partitions)):
-        return False
-    live = tl["members"]
-    counts = [len(held[m]) for m in live] or [0]
-    if max(counts) - min(counts) > 1:
-        return False
-    last_change = since
-    for p in range(partitions):
-        moved = [t for t in changes[p] if t >= since]
-        if not moved:
-            continue
-        last_change = max(last_change, moved[-1])
-        if not any(t >= moved[-1] and name in owners[p] for t, name, _ in reversed(consumed[p])):
-            return False
-    return now - last_change >= QUIET_S
-
-
-def _measure(
-    events: list[tuple[str, float, str, Any]], partitions: int, since: float, until: float
-) -> tuple[float, float, float, int, int]:
-    """(time to full ownership, unowned partition-seconds, longest gap, duplicates, partitions moved)."""
-    tl = _timeline(events, partitions)
-    full = 0.0
-    moved = 0
-    unowned_total = 0.0
-    longest = 0.0
-    for p in range(partitions):
-        changed = [t for t in tl["changes"][p] if since <= t <= until]
-        if changed:
-            moved += 1
-            owners = tl["owners"][p]
-            after = [t for t, name, _ in tl["consumed"][p] if t >= changed[-1] and name in owners]
-            full = max(full, (after[0] if after else until) - since)
-        for start, end in tl["unowned"][p]:
-            lo, hi = max(start, since), min(end, until)
-            if hi > lo:
-                unowned_total += hi - lo
-        times = [t for t, _, _ in tl["consumed"][p]]
-        before = [t for t in times if t < since]
-        window = ([before[-1]] if before else [since]) + [t for t in times if since <= t <= until]
-        gaps = [b - a for a, b in itertools.pairwise(window)]
-        longest = max([longest, *gaps])
-    seen: set[tuple[int, int]] = set()
-    duplicates = 0
-    for p, records in tl["consumed"].items():
-        for t, _name, offset in records:
-            key = (p, offset)
-            if key in seen and since <= t <= until:
-                duplicates += 1
-            seen.add(key)
-    return full, unowned_total, longest, duplicates, moved
 
 
 class Group:
@@ -451,18 +352,18 @@ class Group:
         return now
 
     def wait_converged(self, since: float, timeout_s: float) -> tuple[bool, float]:
-        """Wait until converged (see `_converged`); returns (converged, when that was seen): the
+        """Wait until converged (see `converged_since`); returns (converged, when that was seen): the
         window the event's costs are measured over."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             time.sleep(0.2)
             now = time.monotonic()
-            if _converged(_timeline(self.log.snapshot(), self.partitions), self.partitions, since, now):
+            if converged_since(timeline(self.log.snapshot(), self.partitions), self.partitions, since, now):
                 return True, now
         return False, time.monotonic()
 
     def owns(self, member: Member) -> bool:
-        return bool(_timeline(self.log.snapshot(), self.partitions)["held"].get(member.name))
+        return bool(timeline(self.log.snapshot(), self.partitions)["held"].get(member.name))
 
     def close(self) -> None:
         self._producer_stop.set()
@@ -499,13 +400,30 @@ def _result(
     until: float,
     note: str = "",
 ) -> EventResult:
-    full, unowned, longest, duplicates, moved = _measure(group.log.snapshot(), p, since, until)
+    events = group.log.snapshot()
+    full, unowned, longest, duplicates, moved = measure(events, p, since, until)
+    release, assign, first = handover_phases(events, since, until)
     result = EventResult(
-        name, broker_kind, n, p, event, converged, full, unowned, longest, duplicates, moved, note
+        name,
+        broker_kind,
+        n,
+        p,
+        event,
+        converged,
+        full,
+        unowned,
+        longest,
+        duplicates,
+        moved,
+        note,
+        release,
+        assign,
+        first,
     )
     log(
         f"  {event:16} {'' if converged else 'NOT CONVERGED '}full {full:6.2f} s  unowned {unowned:7.2f} "
-        f"partition-s  gap {longest:5.2f} s  dup {duplicates}  moved {moved}"
+        f"partition-s  gap {longest:5.2f} s  dup {duplicates}  moved {moved}  "
+        f"hand-over {release:.2f} / {assign:.2f} / {first:.2f} s"
     )
     return result
 

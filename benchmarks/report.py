@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .common import aggregate_rebalance, median
+from .common import HANDOVER_PHASES, aggregate_rebalance, median
 from .plots import plots
 
 EVENT_ORDER = {"join": 0, "leave": 1, "crash": 2, "rolling-dynamic": 3, "rolling-static": 4}
@@ -238,6 +238,7 @@ def _rebalance_section(data: dict[str, Any]) -> list[str]:
                 _f(r["longest_gap_s"]),
                 _f(r["duplicates"], 0),
                 _f(r["moved"], 0),
+                " / ".join(_f(r.get(phase)) for phase in HANDOVER_PHASES),
                 r["runs"],
                 converged,
             )
@@ -252,6 +253,7 @@ def _rebalance_section(data: dict[str, Any]) -> list[str]:
         "longest gap s",
         "duplicates",
         "partitions moved",
+        "hand-over s: release / assign / first record (medians)",
         "runs",
         "converged",
     ]

@@ -19,7 +19,7 @@ if ROOT not in sys.path:  # `benchmarks` is a top-level folder, not part of the 
     sys.path.insert(0, ROOT)
 
 from benchmarks import __main__ as cli  # noqa: E402
-from benchmarks import coordinator_scale, rebalance, report  # noqa: E402
+from benchmarks import coordinator_scale, rebalance_measure, report  # noqa: E402
 from benchmarks.common import broker, machine  # noqa: E402
 
 
@@ -48,11 +48,29 @@ def test_rebalance_measures_from_an_event_log() -> None:
         ("records", 1.6, "a", [(0, 1)]),
         ("records", 1.8, "b", [(1, 0), (1, 1)]),
     ]
-    full, unowned, gap, duplicates, moved = rebalance._measure(events, 2, since=1.0, until=2.0)
+    full, unowned, gap, duplicates, moved = rebalance_measure.measure(events, 2, since=1.0, until=2.0)
     assert moved == 1 and duplicates == 1
     assert full == pytest.approx(0.8) and unowned == pytest.approx(0.3) and gap == pytest.approx(1.3)
-    assert not rebalance._converged(rebalance._timeline(events, 2), 2, 1.0, 2.0)  # quiet period not over
-    assert rebalance._converged(rebalance._timeline(events, 2), 2, 1.0, 1.5 + rebalance.QUIET_S)
+    tl = rebalance_measure.timeline(events, 2)
+    assert not rebalance_measure.converged_since(tl, 2, 1.0, 2.0)  # quiet period not over
+    assert rebalance_measure.converged_since(tl, 2, 1.0, 1.5 + rebalance_measure.QUIET_S)
+    # Partition 1: released 0.2 s after the event, assigned 0.3 s later, first record 0.3 s later.
+    release, assign, first = rebalance_measure.handover_phases(events, since=1.0, until=2.0)
+    assert (release, assign, first) == pytest.approx((0.2, 0.3, 0.3))
+
+
+def test_hand_over_phases_of_a_crash_and_of_nothing_moving() -> None:
+    events = [
+        ("assign", 0.1, "a", [0]),
+        ("assign", 0.1, "b", [1]),
+        ("dead", 2.0, "b", []),  # killed at 2.0: its partition waits for the session timeout
+        ("assign", 8.5, "a", [1]),
+        ("records", 8.9, "a", [(1, 5)]),
+    ]
+    release, assign, first = rebalance_measure.handover_phases(events, since=2.0, until=10.0)
+    assert (release, assign, first) == pytest.approx((0.0, 6.5, 0.4))
+    nothing = rebalance_measure.handover_phases(events, since=9.0, until=10.0)
+    assert all(value != value for value in nothing)  # NaN: no hand-over in the window
 
 
 def test_report_files_and_docs_block(tmp_path: pathlib.Path) -> None:
