@@ -167,3 +167,18 @@ def test_a_client_only_process_loads_no_broker_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_harness_clusters_answer_with_the_brokers_own_handlers() -> None:
+    """The Metadata and FindCoordinator answers of the clusters without sockets (the simulation's
+    brokers, the scripted session) come from the reference broker's handlers, not from a copy."""
+    path = PACKAGE / "testing" / "cluster_answers.py"
+    imported = _imported_modules(path)
+    assert {"kconsumer.broker.server.metadata.handle_metadata"} <= imported, sorted(imported)
+    assert {"kconsumer.broker.server.metadata.handle_find_coordinator"} <= imported, sorted(imported)
+    copies = [
+        name
+        for name in ("MetadataResponse(", "MetadataResponseTopic(", "FindCoordinatorResponse(", "Coordinator(")
+        if name in path.read_text()
+    ]
+    assert not copies, f"cluster_answers builds answers itself: {copies}"

@@ -3,31 +3,30 @@ harnesses that drive a `MemberSession` without sockets: the simulation's brokers
 (`sim/brokers.py`) and the scripted session of the unit tests (`scripted_session.py`).
 
 A cluster here is a list of broker `Node`s and a catalogue of topics; a topic is described with
-every partition led by one broker. Names and ids that are not in the catalogue are answered with
-Kafka's errors (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID), as a broker does.
+every partition led by one broker. The answers come from the reference broker's own handlers
+(`kconsumer.broker.server.metadata`), so a harness answers exactly as the broker does, errors
+included (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_TOPIC_EXCEPTION).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..broker.server.metadata import (
+    BrokerAddress,
+    ClusterView,
+    handle_find_coordinator,
+    handle_metadata,
+)
 from ..client.member.effects import Node
-from ..errors import ErrorCode
 from ..protocol.messages.metadata import (
-    Coordinator,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,
     MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
 )
-from ..protocol.uuid import ZERO_UUID, Uuid
-
-#: FindCoordinator v4 (KIP-699) answers a batch of keys.
-_BATCHED_FIND_COORDINATOR = 4
+from ..protocol.uuid import Uuid
 
 
 @dataclass(frozen=True)
@@ -39,68 +38,71 @@ class TopicEntry:
     leader_id: int
 
 
+@dataclass(frozen=True)
+class _Lead:
+    leader: int
+    leader_epoch: int = 0
+
+
+@dataclass(frozen=True)
+class _Topic:
+    name: str
+    topic_id: Uuid
+    partitions: Sequence[_Lead]
+
+
+class _Catalogue:
+    """`TopicEntry`s as the broker's Metadata handler reads topics (by name order); never creates one."""
+
+    def __init__(self, topics: Mapping[str, TopicEntry]) -> None:
+        self._by_name = {
+            name: _Topic(name, entry.topic_id, [_Lead(entry.leader_id)] * entry.partitions)
+            for name, entry in sorted(topics.items())
+        }
+        self._by_id = {topic.topic_id: topic for topic in self._by_name.values()}
+
+    def __iter__(self) -> Iterator[_Topic]:
+        return iter(self._by_name.values())
+
+    def get(self, name: str | None) -> _Topic | None:
+        return None if name is None else self._by_name.get(name)
+
+    def get_by_id(self, topic_id: Uuid) -> _Topic | None:
+        return self._by_id.get(topic_id)
+
+    def create(self, name: str, partitions: int) -> _Topic:
+        raise AssertionError(f"a harness cluster creates no topic ({name!r}): auto-creation is off")
+
+
+def _view(brokers: Iterable[Node], cluster_id: str, coordinator: Node | None = None) -> ClusterView:
+    addresses = [_address(node) for node in brokers]
+    found = None if coordinator is None else _address(coordinator)
+    return ClusterView(
+        brokers=addresses,
+        cluster_id=cluster_id,
+        controller_id=addresses[0].node_id if addresses else -1,
+        coordinator_of=lambda _key: found,
+    )
+
+
+def _address(node: Node) -> BrokerAddress:
+    return BrokerAddress(node.node_id, node.host, node.port)
+
+
 def metadata_answer(
-    request: MetadataRequest, brokers: Iterable[Node], topics: Mapping[str, TopicEntry], cluster_id: str
+    request: MetadataRequest,
+    version: int,
+    brokers: Iterable[Node],
+    topics: Mapping[str, TopicEntry],
+    cluster_id: str,
 ) -> MetadataResponse:
     """The brokers, and the topics asked for (all of them for a null list), sorted by name."""
-    by_id = {entry.topic_id: name for name, entry in topics.items()}
-    described: list[MetadataResponseTopic] = []
-    if request.topics is None:
-        described = [_describe(name, topics[name]) for name in sorted(topics)]
-    else:
-        for wanted in request.topics:
-            name = by_id.get(wanted.topic_id) if wanted.name is None else wanted.name
-            if name is not None and name in topics:
-                described.append(_describe(name, topics[name]))
-            elif wanted.name is None:
-                described.append(
-                    MetadataResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id
-                    )
-                )
-            else:
-                described.append(
-                    MetadataResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name, topic_id=ZERO_UUID
-                    )
-                )
-    nodes = list(brokers)
-    return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port) for n in nodes],
-        cluster_id=cluster_id,
-        controller_id=nodes[0].node_id if nodes else -1,
-        topics=described,
-    )
+    catalogue, view = _Catalogue(topics), _view(brokers, cluster_id)
+    return handle_metadata(catalogue, view, request, version, auto_create=False, default_partitions=1)
 
 
 def find_coordinator_answer(
     request: FindCoordinatorRequest, version: int, node: Node
 ) -> FindCoordinatorResponse:
     """`node` coordinates every key asked for (one key before v4, a batch from v4)."""
-    if version >= _BATCHED_FIND_COORDINATOR:
-        return FindCoordinatorResponse(
-            coordinators=[
-                Coordinator(key=key, node_id=node.node_id, host=node.host, port=node.port, error_code=0)
-                for key in request.coordinator_keys
-            ]
-        )
-    return FindCoordinatorResponse(error_code=0, node_id=node.node_id, host=node.host, port=node.port)
-
-
-def _describe(name: str, entry: TopicEntry) -> MetadataResponseTopic:
-    return MetadataResponseTopic(
-        error_code=0,
-        name=name,
-        topic_id=entry.topic_id,
-        partitions=[
-            MetadataResponsePartition(
-                error_code=0,
-                partition_index=index,
-                leader_id=entry.leader_id,
-                leader_epoch=0,
-                replica_nodes=[entry.leader_id],
-                isr_nodes=[entry.leader_id],
-            )
-            for index in range(entry.partitions)
-        ],
-    )
+    return handle_find_coordinator(_view([node], "harness", coordinator=node), request, version)

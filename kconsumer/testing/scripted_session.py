@@ -40,7 +40,7 @@ Answer = Callable[[Any, int], Any]
 
 def metadata(request: MetadataRequest, version: int) -> MetadataResponse:
     """Every known topic asked for (by name or id), led by LEADER, with the coordinator and LEADER."""
-    return metadata_answer(request, (COORDINATOR, LEADER), TOPICS, "scripted")
+    return metadata_answer(request, version, (COORDINATOR, LEADER), TOPICS, "scripted")
 
 
 def find_coordinator(request: FindCoordinatorRequest, version: int) -> FindCoordinatorResponse:

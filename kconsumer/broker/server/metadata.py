@@ -8,8 +8,9 @@ coordinating a group (COORDINATOR_NOT_AVAILABLE while that broker is down).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ...errors import ErrorCode
 from ...protocol.api import API_SPECS, ApiKey
@@ -27,12 +28,48 @@ from ...protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from ...protocol.uuid import ZERO_UUID
-from .log import TopicLog, Topics, topic_name_error
+from ...protocol.uuid import ZERO_UUID, Uuid
+from .log import topic_name_error
 
 #: Every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
 #: ALTER_CONFIGS as Kafka's AclOperation bit numbers): nothing is access-controlled here.
 ALL_TOPIC_OPERATIONS = sum(1 << bit for bit in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+class PartitionLead(Protocol):
+    """Who leads a partition, as Metadata tells it."""
+
+    @property
+    def leader(self) -> int: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+class CataloguedTopic(Protocol):
+    """A topic as Metadata describes it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def topic_id(self) -> Uuid: ...
+
+    @property
+    def partitions(self) -> Sequence[PartitionLead]: ...
+
+
+class TopicCatalogue(Protocol):
+    """The topics a Metadata request is answered from: the broker's logs (`log.Topics`), or the
+    catalogue of a cluster without sockets (`kconsumer.testing.cluster_answers`)."""
+
+    def __iter__(self) -> Iterator[CataloguedTopic]: ...
+
+    def get(self, name: str | None) -> CataloguedTopic | None: ...
+
+    def get_by_id(self, topic_id: Uuid) -> CataloguedTopic | None: ...
+
+    def create(self, name: str, partitions: int) -> CataloguedTopic: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +126,7 @@ def handle_api_versions(
 
 
 def handle_metadata(
-    topics: Topics,
+    topics: TopicCatalogue,
     view: ClusterView,
     request: MetadataRequest,
     version: int,
@@ -158,7 +195,7 @@ def handle_metadata(
     )
 
 
-def _describe(topic: TopicLog, include_ops: bool) -> MetadataResponseTopic:
+def _describe(topic: CataloguedTopic, include_ops: bool) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=0,
         name=topic.name,

@@ -43,15 +43,15 @@ def answer(request: Any, version: int, topics: TopicStore, coordinator: int | Er
     if isinstance(request, ApiVersionsRequest):
         return _API_VERSIONS
     if isinstance(request, MetadataRequest):
-        return _metadata(request, topics)
+        return _metadata(request, version, topics)
     assert isinstance(request, FindCoordinatorRequest)
     if isinstance(coordinator, ErrorCode):
         return error_response(request, version, int(coordinator), "election under way")
     return find_coordinator_answer(request, version, NODES[coordinator])
 
 
-def _metadata(request: MetadataRequest, topics: TopicStore) -> MetadataResponse:
+def _metadata(request: MetadataRequest, version: int, topics: TopicStore) -> MetadataResponse:
     catalogue = {
         t.name: TopicEntry(t.topic_id, t.num_partitions, NODES[0].node_id) for t in topics.live.values()
     }
-    return metadata_answer(request, NODES, catalogue, "sim")
+    return metadata_answer(request, version, NODES, catalogue, "sim")
