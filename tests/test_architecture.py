@@ -176,9 +176,6 @@ def test_harness_clusters_answer_with_the_brokers_own_handlers() -> None:
     imported = _imported_modules(path)
     assert {"kconsumer.broker.server.metadata.handle_metadata"} <= imported, sorted(imported)
     assert {"kconsumer.broker.server.metadata.handle_find_coordinator"} <= imported, sorted(imported)
-    copies = [
-        name
-        for name in ("MetadataResponse(", "MetadataResponseTopic(", "FindCoordinatorResponse(", "Coordinator(")
-        if name in path.read_text()
-    ]
+    builders = ("MetadataResponse(", "MetadataResponseTopic(", "FindCoordinatorResponse(", "Coordinator(")
+    copies = [name for name in builders if name in path.read_text()]
     assert not copies, f"cluster_answers builds answers itself: {copies}"
