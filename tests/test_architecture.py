@@ -179,3 +179,19 @@ def test_harness_clusters_answer_with_the_brokers_own_handlers() -> None:
     builders = ("MetadataResponse(", "MetadataResponseTopic(", "FindCoordinatorResponse(", "Coordinator(")
     copies = [name for name in builders if name in path.read_text()]
     assert not copies, f"cluster_answers builds answers itself: {copies}"
+
+
+def test_the_groups_admin_negotiates_and_retries_as_the_member() -> None:
+    """`kconsumer groups` reads ApiVersions answers and retries coordinator requests with the
+    member session's shared pieces, not with a table or a fallback of its own."""
+    path = PACKAGE / "groups" / "admin.py"
+    imported = _imported_modules(path)
+    shared = {
+        "kconsumer.client.member.errors.COORDINATOR_RETRIES",
+        "kconsumer.protocol.negotiation.api_versions_outcome",
+        "kconsumer.client.member.cluster.ClusterView",
+    }
+    assert shared <= imported, sorted(shared - imported)
+    text = path.read_text()
+    own = [marker for marker in ("frozenset(", "UNSUPPORTED_VERSION", "broker_versions(") if marker in text]
+    assert not own, f"groups/admin.py decides negotiation or retries itself: {own}"

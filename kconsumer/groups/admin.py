@@ -6,8 +6,11 @@ both sides implement: ListGroups to every broker (v5 filters by group type), Con
 (DescribeGroups for classic groups, and for brokers without KIP-848), OffsetFetch, ListOffsets to
 each partition's leader, OffsetCommit as an admin (generation -1, no member id: Kafka accepts it
 only while the group has no members) and OffsetDelete. Requests to the group's coordinator are
-retried after NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE until
-the deadline; any other failure is a `GroupAdminError` with a readable message.
+retried as the member retries them (`client.member.errors.COORDINATOR_RETRIES`: found again after
+NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or a transport failure, asked again while it loads)
+until the deadline; API versions are negotiated as the member session does
+(`protocol.negotiation.api_versions_outcome`); any other failure is a `GroupAdminError` with a
+readable message.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, TypeVar
 
 from ..client.member.cluster import ClusterView, Key, parse_bootstrap
 from ..client.member.effects import Node
+from ..client.member.errors import COORDINATOR_RETRIES, HeartbeatAction
 from ..client.runtime.authentication import SaslAuthenticator
 from ..client.runtime.connection import Address, BrokerConnection, TransportError
 from ..client.runtime.connections import Connections
@@ -49,7 +53,7 @@ from ..protocol.negotiation import (
     API_VERSIONS_FIRST_TRY,
     BrokerVersions,
     NoCommonVersionError,
-    broker_versions,
+    api_versions_outcome,
     common_version,
 )
 from ..protocol.schema import Message
@@ -57,14 +61,6 @@ from .views import GroupListing, GroupView, PartitionLag, classic_view, consumer
 
 M = TypeVar("M", bound=Message)
 
-#: Errors after which a coordinator request is sent again (to the coordinator found anew).
-COORDINATOR_RETRIABLE = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    }
-)
 #: OffsetFetch and OffsetCommit by topic name (v10 uses topic ids, which an admin need not know).
 BY_NAME_OFFSET_FETCH = 7
 BY_NAME_OFFSET_COMMIT = 9
@@ -140,15 +136,19 @@ class GroupAdmin:
 
     @staticmethod
     async def _negotiate(connection: BrokerConnection) -> BrokerVersions:
-        request = ApiVersionsRequest(client_software_name="kconsumer", client_software_version="groups")
-        response = await connection.request(request, API_VERSIONS_FIRST_TRY)
-        assert isinstance(response, ApiVersionsResponse)
-        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            response = await connection.request(ApiVersionsRequest(), 0)
+        """ApiVersions as the member session's dispatcher asks it (`api_versions_outcome`)."""
+        version = API_VERSIONS_FIRST_TRY
+        while True:
+            request = ApiVersionsRequest(client_software_name="kconsumer", client_software_version="groups")
+            response = await connection.request(request, version)
             assert isinstance(response, ApiVersionsResponse)
-        if response.error_code:
-            raise GroupAdminError(f"ApiVersions failed: {ErrorCode.of(response.error_code).name}")
-        return broker_versions(response)
+            outcome = api_versions_outcome(response, version)
+            if outcome.versions is not None:
+                return outcome.versions
+            if outcome.ask_again_at is None:
+                assert outcome.error is not None
+                raise GroupAdminError(f"ApiVersions failed: {outcome.error.name}")
+            version = outcome.ask_again_at
 
     async def _to_any(
         self, api_key: int, build: Callable[[int], Message], max_version: int | None = None
@@ -170,7 +170,9 @@ class GroupAdmin:
         error_of: Callable[[Message], int],
         max_version: int | None = None,
     ) -> tuple[Message, int]:
-        """Send to the group's coordinator, again after it moved, until the deadline."""
+        """Send to the group's coordinator until the deadline, again after the answers the member
+        retries too (`COORDINATOR_RETRIES`): to the coordinator found anew after it moved or could
+        not be reached, to the same one while it loads."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
@@ -178,14 +180,16 @@ class GroupAdmin:
                 response, version = await self._send(node, api_key, build, max_version)
                 code = ErrorCode.of(error_of(response))
             except TransportError as exc:
-                code, response, version = ErrorCode.COORDINATOR_NOT_AVAILABLE, None, 0
+                code, response, version = ErrorCode.NETWORK_EXCEPTION, None, 0
                 last = str(exc)
             else:
                 last = code.name
-            if code not in COORDINATOR_RETRIABLE:
+            action = COORDINATOR_RETRIES.get(code)
+            if action is None:
                 assert response is not None
                 return response, version
-            self._coordinators.pop(group_id, None)
+            if action is HeartbeatAction.FIND_COORDINATOR:
+                self._coordinators.pop(group_id, None)
             if time.monotonic() >= deadline:
                 raise GroupAdminError(f"the coordinator of group {group_id!r} did not answer: {last}")
             await asyncio.sleep(RETRY_BACKOFF_S)
@@ -217,7 +221,7 @@ class GroupAdmin:
             if found is not None:
                 self._coordinators[group_id] = found
                 return found
-            if code not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
+            if code not in COORDINATOR_RETRIES or time.monotonic() >= deadline:
                 raise GroupAdminError(
                     f"FindCoordinator for group {group_id!r}: {code.name} {message or ''}".strip()
                 )

@@ -8,6 +8,7 @@ client): send ApiVersions v3 first, fall back to v0 when the broker answers UNSU
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..errors import ErrorCode, KConsumerError
 from .api import spec_for
@@ -36,6 +37,29 @@ def refused_api_versions(body: bytes, version: int) -> bool:
     that answer in a mix of encodings.
     """
     return version > 0 and body[:2] == int(ErrorCode.UNSUPPORTED_VERSION).to_bytes(2, "big")
+
+
+@dataclass(frozen=True)
+class VersionsOutcome:
+    """What an ApiVersions answer means: exactly one field is set."""
+
+    #: The broker's version ranges: negotiation is over.
+    versions: BrokerVersions | None = None
+    #: Ask again at this version (0, after the broker refused a newer one: KIP-511).
+    ask_again_at: int | None = None
+    #: The broker answered with this error.
+    error: ErrorCode | None = None
+
+
+def api_versions_outcome(response: ApiVersionsResponse, tried_version: int) -> VersionsOutcome:
+    """What an ApiVersions answer to a request at `tried_version` means (every client of the
+    codec reads it here: the member session's dispatcher, the groups admin)."""
+    code = ErrorCode.of(response.error_code)
+    if code is ErrorCode.UNSUPPORTED_VERSION and tried_version > 0:
+        return VersionsOutcome(ask_again_at=0)
+    if code is not ErrorCode.NONE:
+        return VersionsOutcome(error=code)
+    return VersionsOutcome(versions=broker_versions(response))
 
 
 def broker_versions(response: ApiVersionsResponse) -> dict[int, tuple[int, int]]:

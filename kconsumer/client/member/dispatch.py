@@ -20,7 +20,7 @@ from ...protocol.negotiation import (
     API_VERSIONS_FIRST_TRY,
     BrokerVersions,
     NoCommonVersionError,
-    broker_versions,
+    api_versions_outcome,
 )
 from ...protocol.schema import Message
 from .calls import ApiVersionsCall, Call
@@ -98,16 +98,17 @@ class Dispatcher:
         fail the waiting calls."""
         out = Dispatched()
         assert isinstance(response, ApiVersionsResponse)
-        code = ErrorCode.of(response.error_code)
-        if code is ErrorCode.UNSUPPORTED_VERSION and call.try_version > 0:
-            self._send(node, ApiVersionsCall(node, 0, SOFTWARE_VERSION), {}, out)
+        outcome = api_versions_outcome(response, call.try_version)
+        if outcome.ask_again_at is not None:
+            self._send(node, ApiVersionsCall(node, outcome.ask_again_at, SOFTWARE_VERSION), {}, out)
             return out
         self._asking.discard(node)
-        if code is ErrorCode.NONE:
-            self.versions[node] = broker_versions(response)
+        if outcome.versions is not None:
+            self.versions[node] = outcome.versions
             out.ready = node
         else:
-            message = f"{node}: ApiVersions failed with {code.name}"
+            assert outcome.error is not None
+            message = f"{node}: ApiVersions failed with {outcome.error.name}"
             self.fail_waiting(node, ErrorCode.NETWORK_EXCEPTION, message, out)
         return out
 

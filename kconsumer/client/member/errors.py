@@ -58,6 +58,24 @@ class ErrorRule:
 
 A = HeartbeatAction
 
+#: How a request to the group's coordinator is retried after these answers, by the member (its
+#: heartbeats, commits and offset fetches) and by ``kconsumer groups`` alike: look the coordinator
+#: up again (it moved, or cannot be reached), or ask it again after a backoff (it is loading).
+COORDINATOR_RETRIES: Mapping[ErrorCode, HeartbeatAction] = {
+    ErrorCode.NOT_COORDINATOR: A.FIND_COORDINATOR,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: A.FIND_COORDINATOR,
+    ErrorCode.NETWORK_EXCEPTION: A.FIND_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: A.FIND_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: A.RETRY,
+}
+#: Codes after which the coordinator must be looked up again (also for commits and offset fetches).
+COORDINATOR_ERRORS: frozenset[ErrorCode] = frozenset(
+    code for code, action in COORDINATOR_RETRIES.items() if action is A.FIND_COORDINATOR
+)
+#: The answers of a broker saying it is not (or no longer) the coordinator, as opposed to a
+#: transport failure: only the coordinator's own answer makes the member forget it.
+COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+
 HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
     ErrorCode.FENCED_MEMBER_EPOCH: ErrorRule(A.FENCE),
     ErrorCode.UNKNOWN_MEMBER_ID: ErrorRule(A.FENCE),
@@ -121,11 +139,7 @@ HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
         "sasl.username and sasl.password (or the OAUTHBEARER token); the consumer keeps retrying and "
         "picks up new credentials from set_sasl_credentials",
     ),
-    ErrorCode.NOT_COORDINATOR: ErrorRule(A.FIND_COORDINATOR),
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorRule(A.FIND_COORDINATOR),
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorRule(A.RETRY),
-    ErrorCode.NETWORK_EXCEPTION: ErrorRule(A.FIND_COORDINATOR),
-    ErrorCode.REQUEST_TIMED_OUT: ErrorRule(A.FIND_COORDINATOR),
+    **{code: ErrorRule(action) for code, action in COORDINATOR_RETRIES.items()},
 }
 
 #: GROUP_ID_NOT_FOUND on a join means the group id belongs to a classic, share or streams group.
@@ -137,16 +151,6 @@ GROUP_NOT_CONSUMER = ErrorRule(
 
 #: Anything else that is not retriable: what Kafka's consumer does too.
 UNEXPECTED = ErrorRule(A.FATAL, "unexpected heartbeat error ({message})")
-
-#: Codes after which the coordinator must be looked up again (also for commits and offset fetches).
-COORDINATOR_ERRORS: frozenset[ErrorCode] = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NETWORK_EXCEPTION,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
 
 
 def heartbeat_rule(code: ErrorCode, member_epoch_sent: int) -> ErrorRule:

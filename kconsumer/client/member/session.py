@@ -81,6 +81,7 @@ from .effects import (
     SendClassicRequest,
     SendHeartbeat,
 )
+from .errors import COORDINATOR_MOVED
 from .model import CallbackKind, Ids, MemberConfig, PartitionOffset, TopicIdPartition
 from .offset_requests import commit_error, fetch_result
 from .queries import Progress, Queries
@@ -90,8 +91,6 @@ log = logging.getLogger("kconsumer")
 
 #: The member core speaks ConsumerGroupHeartbeat v1 at most.
 HEARTBEAT_MAX_VERSION = 1
-#: Answers after which the coordinator is looked up again.
-_COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 #: The core's own events, queued by the session.
 _FLUSH_COORDINATOR = "flush-coordinator"
 #: Commit attempts whose offsets are remembered for their `CommitFinished`.
@@ -419,7 +418,7 @@ class MemberSession:
 
     def _coordinator_answered(self, node: Node, code: ErrorCode) -> None:
         """Forget a coordinator that says it moved, if `node` is ours (not a replaced one's late answer)."""
-        if code in _COORDINATOR_MOVED and node == self._coordinator:
+        if code in COORDINATOR_MOVED and node == self._coordinator:
             self._forget_coordinator()
 
     def _versions_answered(self, node: Node, call: Any, response: Message) -> None:
