@@ -42,19 +42,17 @@ def _committed_with_lookups(cluster: ReferenceCluster, monkeypatch: pytest.Monke
     return asyncio.run(run()), lookups
 
 
-def test_a_loading_coordinator_is_asked_again_without_a_new_lookup(
-    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("answer", "lookups"),
+    [
+        # A loading coordinator is asked again, without a new lookup.
+        (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, 1),
+        # A coordinator that says it moved is looked up again each time.
+        (ErrorCode.NOT_COORDINATOR, 3),
+    ],
+)
+def test_coordinator_answers_are_retried_as_the_member_retries_them(
+    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch, answer: ErrorCode, lookups: int
 ) -> None:
-    cluster.inject_error(ApiKey.OFFSET_FETCH, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, count=2)
-    committed, lookups = _committed_with_lookups(cluster, monkeypatch)
-    assert committed == {}
-    assert lookups == 1
-
-
-def test_a_coordinator_that_moved_is_looked_up_again(
-    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cluster.inject_error(ApiKey.OFFSET_FETCH, ErrorCode.NOT_COORDINATOR, count=2)
-    committed, lookups = _committed_with_lookups(cluster, monkeypatch)
-    assert committed == {}
-    assert lookups == 3
+    cluster.inject_error(ApiKey.OFFSET_FETCH, answer, count=2)
+    assert _committed_with_lookups(cluster, monkeypatch) == ({}, lookups)
