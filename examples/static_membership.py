@@ -97,7 +97,15 @@ def main() -> int:
         poll_until(
             [dynamic, static], lambda: len(dynamic.assignment()) + len(static.assignment()) == PARTITIONS
         )
-        poll_until([dynamic, static], lambda: len(dynamic.assignment()) == len(static.assignment()))
+        # Balanced, and the dynamic member's reconciliation over: on_partitions_assigned follows
+        # every reconciliation, the one that revoked [2, 3] too (with nothing new).
+        poll_until(
+            [dynamic, static],
+            lambda: (
+                len(dynamic.assignment()) == len(static.assignment())
+                and dynamic_events[-1].startswith("assigned")
+            ),
+        )
         kept = [tp.partition for tp in static.assignment()]
         before = list(dynamic_events)
         epoch = cluster.describe_group(group).epoch if cluster is not None else None

@@ -132,11 +132,13 @@ class PeerMember:
         self._finish()
 
     def crash(self) -> None:
-        """Kill the process: no leave, no commit (the coordinator notices at the session timeout)."""
-        self.ledger.crashed(self.name)
+        """Kill the process: no leave, no commit (the coordinator notices at the session timeout).
+        The ledger hears of the crash once the process's last reports are read: records it
+        received before it died were received while it owned their partitions."""
         if self.process.poll() is None:
             self.process.kill()
         self._finish()
+        self.ledger.crashed(self.name)
 
     def _finish(self) -> None:
         if self.process.stdin is not None:
