@@ -42,6 +42,10 @@ class ProcessMember:
 
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            if not line.endswith("\n"):
+                break  # the last line of a killed process, cut short: never reported whole
+            if not line.strip():
+                continue
             kind, *rest = line.split()
             if kind == "recv":
                 topic, partition, offset = rest[0], int(rest[1]), int(rest[2])
