@@ -117,7 +117,7 @@ def late_answer_forgets_the_new_coordinator(monkeypatch: pytest.MonkeyPatch) -> 
     started none for the calls waiting: a leaving member could wait for good."""
 
     def coordinator_answered(self: Any, node: Any, code: ErrorCode) -> None:
-        if code in session_module._COORDINATOR_MOVED:
+        if code in session_module.COORDINATOR_MOVED:
             self._forget_coordinator()
 
     monkeypatch.setattr(session_module.MemberSession, "_coordinator_answered", coordinator_answered)
