@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...broker.coordinator import GroupCoordinator
-from ...broker.coordinator.classic.model import ClassicState
 from ...broker.coordinator.records import (
     ClassicGroupTombstone,
     ConsumerGroupTombstone,
@@ -134,8 +133,8 @@ class Checker:
         #: The epoch a non-empty classic group was converted at (its classic assignment is the
         #: target until the next epoch bump, partitions added since then included, as in Kafka).
         self.converted_at_epoch: int | None = None
-        #: A classic group's generation once its join phase is over (None: consumer group, or
-        #: a classic group preparing a rebalance).
+        #: A classic group's last completed generation, while it prepares the next one too (a
+        #: static member left out of it is a zombie meanwhile); None: a consumer group.
         self._classic_generation: int | None = None
         self._coordinator_epochs: dict[str, int] = {}
         self._client_epochs: dict[str, int] = {}
@@ -250,8 +249,7 @@ class Checker:
             # conversion keeps the group epoch as the generation).
             self.max_group_epoch = self.max_epoch_handed_out = 0
         self.members = frozenset(classic.members)
-        joined = classic.state in (ClassicState.COMPLETING_REBALANCE, ClassicState.STABLE)
-        self._classic_generation = classic.generation if joined else None
+        self._classic_generation = classic.generation
         # Only a stored generation is kept by a coordinator taking over (one whose rebalance got
         # no further than JoinGroup is never stored, and may be handed out again).
         generation = 0 if durable is None else durable.generation
