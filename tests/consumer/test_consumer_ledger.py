@@ -18,13 +18,19 @@ def committed_at(value: int | None) -> Ledger:
     return Ledger(lambda keys: dict.fromkeys(keys, value))
 
 
-def test_a_clean_history_passes() -> None:
+def read_then_revoked_at_2() -> Ledger:
+    """`a` read offsets 0 and 1 of P0, then gave it up committing 2 (committed from then on)."""
     ledger = committed_at(None)
     ledger.assigned("a", [P0])
     ledger.received("a", record(0))
     ledger.received("a", record(1))
     ledger.released("a", [P0], "revoked", {P0: 2})
     ledger._committed = lambda keys: dict.fromkeys(keys, 2)
+    return ledger
+
+
+def test_a_clean_history_passes() -> None:
+    ledger = read_then_revoked_at_2()
     ledger.assigned("b", [P0])
     ledger.received("b", record(2))
     ledger.check({P0: [0, 1, 2]})
@@ -134,12 +140,7 @@ def test_the_same_record_twice_in_one_assignment_fails() -> None:
 
 
 def test_a_failure_tells_the_history_of_the_partition_it_names() -> None:
-    ledger = committed_at(None)
-    ledger.assigned("a", [P0])
-    ledger.received("a", record(0))
-    ledger.received("a", record(1))
-    ledger.released("a", [P0], "revoked", {P0: 2})
-    ledger._committed = lambda keys: dict.fromkeys(keys, 2)
+    ledger = read_then_revoked_at_2()
     ledger.assigned("c", [P0])
     ledger.received("c", record(0))  # started over although 2 was committed
     with pytest.raises(AssertionError) as failure:
