@@ -15,9 +15,10 @@ the application's event loop, in small non-blocking steps:
   finished; no record of a revoked partition is returned after its ``on_revoke``). The callback
   runs in a task of its own: cancelling the ``poll()`` that awaits it does not cancel it, the next
   call keeps waiting for it;
-- commits, ``committed()``, ``unsubscribe()`` and ``close()`` wait for the member's answer on the
-  loop the same way; calls that block inside librdkafka (metadata, watermarks from the broker,
-  offsets for times, a manual assignment's commit) run in a worker thread.
+- commits, ``unsubscribe()`` and ``close()`` wait on the loop for the member's answer, woken by
+  the member's thread as soon as it queues work (no timer polling); calls that block inside
+  librdkafka (``committed()``, metadata, watermarks from the broker, offsets for times, a manual
+  assignment's commit) run in a worker thread.
 
 Cancellation: a cancelled ``poll()``/``consume()`` never holds a record (they are taken and
 returned in one step), so nothing is lost; a cancelled ``close()`` still leaves the group (the
@@ -27,6 +28,7 @@ leave finishes in a shielded task) before the cancellation propagates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -35,7 +37,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException, Message, TopicPartition
 
-from ..client.app_thread import AppThread
+from ..client.application.core import ApplicationCore
 from ..client.consumer import DEFAULT_API_TIMEOUT_S, RECORDS_BETWEEN_CHECKS, Consumer
 from ..client.fetch import POLL_BATCH
 from ..client.listener import ConsumerRebalanceListener
@@ -53,6 +55,9 @@ TURN_EVERY_S = 0.001
 #: The first and the longest sleep while no record is there.
 FIRST_IDLE_S = 0.0005
 MAX_IDLE_S = 0.005
+#: Longest a blocking call (commit, unsubscribe, close) waits for the member's next work before
+#: looking again (the member's work wakes it at once).
+WAIT_SLICE_S = 0.05
 
 Callback = Callable[..., Any]
 
@@ -68,7 +73,21 @@ class AIOConsumer:
         if app is not None:
             app.callback_consumer = self
             app.awaitable_callbacks = True
-        self._app: AppThread | None = app
+        self._app: ApplicationCore | None = app
+        #: Set while `_wait` waits: wakes it when the member queues work (from its thread).
+        self._waker: Callable[[], None] | None = None
+        runtime = self._consumer._runtime
+        if runtime is not None:
+            noted = runtime.on_app_work
+
+            def on_app_work() -> None:
+                if noted is not None:
+                    noted()
+                waker = self._waker
+                if waker is not None:
+                    waker()
+
+            runtime.on_app_work = on_app_work
         self._idle = FIRST_IDLE_S
         self._callback_task: asyncio.Future[Any] | None = None
         #: When the consumer next gives the loop a turn while records keep coming.
@@ -265,8 +284,8 @@ class AIOConsumer:
         if not isinstance(started, int):
             return started
         _runtime, app = consumer._group()
-        await self._wait(lambda: started in app.state.commits, DEFAULT_API_TIMEOUT_S)
-        return consumer._finish_commit(started)
+        await self._wait(lambda: app.commit_finished(started), DEFAULT_API_TIMEOUT_S)
+        return app.finish_commit(started)
 
     async def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
@@ -376,21 +395,32 @@ class AIOConsumer:
 
     async def _wait(self, done: Callable[[], bool], timeout: float, raise_errors: bool = True) -> None:
         """Run the member's work on this loop until `done()` or `timeout` seconds
-        (`AppThread.wait_over` decides)."""
+        (`ApplicationCore.wait_over` decides)."""
         app = self._app
         assert app is not None
         deadline = time.monotonic() + timeout
-        pause = FIRST_IDLE_S
-        while not done():
-            try:
-                await self._run_app()
-            except Exception:
-                if raise_errors:
-                    raise
-            if app.wait_over(done, deadline, raise_errors):
-                return
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, MAX_IDLE_S)
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+        def wake() -> None:
+            loop.call_soon_threadsafe(woken.set)
+
+        self._waker = wake
+        try:
+            while not done():
+                woken.clear()  # before running the queue: work queued after it wakes the wait
+                try:
+                    await self._run_app()
+                except Exception:
+                    if raise_errors:
+                        raise
+                if app.wait_over(done, deadline, raise_errors):
+                    return
+                if app.queue.empty():
+                    remaining = max(0.0, min(deadline - time.monotonic(), WAIT_SLICE_S))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), remaining)
+        finally:
+            self._waker = None
 
     async def _in_thread(self, call: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args))

@@ -19,9 +19,10 @@ from typing import Any
 from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, Message, TopicPartition
 
 from ..errors import ConfigError, ErrorCode, error_for
-from ..protocol.uuid import ZERO_UUID
-from .app_thread import AppThread, Callbacks, PartitionsCallback, committed_partitions, unset_offsets
-from .commit_selection import nothing_to_commit, offsets_to_commit
+from .application.commits import committed_partitions
+from .application.core import ApplicationCore
+from .application.ports import ApplicationSettings
+from .application.state import Callbacks, PartitionsCallback
 from .config import ConsumerConfig
 from .fetch import Fetcher, MembershipOnlyFetcher
 from .group_metadata import new_member_id, serialized_group_metadata
@@ -30,8 +31,8 @@ from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
 from .manual_assignment import ManualAssignment
-from .member.events import Close, CommitRequested, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
-from .member.model import LeaveReason, TopicIdPartition
+from .member.events import Close, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
+from .member.model import LeaveReason
 from .member.queries import QueryTimedOutError
 from .metrics import ConsumerMetrics
 from .offset_arguments import offsets_argument, partition_argument, partitions_argument
@@ -54,6 +55,16 @@ _monotonic = time.monotonic
 _INFINITY = float("inf")
 #: Default time close(), unsubscribe() and synchronous commits may take.
 DEFAULT_API_TIMEOUT_S = 60.0
+
+
+def _app_settings(config: ConsumerConfig) -> ApplicationSettings:
+    # librdkafka's default isolation is read_committed: a reset to the latest offset is the last stable one
+    level = config.librdkafka_passthrough.get("isolation.level", "read_committed")
+    return ApplicationSettings(
+        auto_store=config.enable_auto_offset_store,
+        read_committed=level == "read_committed",
+        reset_lookup_timeout_s=min(config.request_timeout_ms / 1000, 5.0),
+    )
 
 
 def _deadline(timeout: float | None) -> float:
@@ -97,7 +108,7 @@ class Consumer(HandleFacade):
         self._polls = self._check_at = 0
         self._member_work = False
         self._runtime: MemberRuntime | None = None
-        self._app: AppThread | None = None
+        self._app: ApplicationCore | None = None
         self._background: BackgroundLoop | None = None
         if self._config.group_id is not None:
             self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
@@ -111,7 +122,9 @@ class Consumer(HandleFacade):
             )
             self._runtime.unnoted_polls = lambda: self._polls
             self._runtime.on_app_work = functools.partial(setattr, self, "_member_work", True)
-            self._app = AppThread(self, self._fetcher, self._runtime)
+            self._app = ApplicationCore(
+                self._fetcher, self._runtime, self._runtime.app_queue, _app_settings(self._config), self
+            )
             self._app.on_commit = self._config.on_commit
             self._app.statistics = self._statistics
             self._app.metrics = self._metrics
@@ -122,7 +135,6 @@ class Consumer(HandleFacade):
         self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
-        self._commit_tokens = 0
         self._buffer = self._fetcher.buffer
         self._rd_poll = self._fetcher.poll
         self._rd_consume = self._fetcher.consume
@@ -139,7 +151,7 @@ class Consumer(HandleFacade):
         if self._closed:
             raise RuntimeError("Consumer closed")
 
-    def _group(self) -> tuple[MemberRuntime, AppThread]:
+    def _group(self) -> tuple[MemberRuntime, ApplicationCore]:
         self._open()
         if self._runtime is None or self._app is None:
             raise ConfigError("group.id", "required to subscribe and commit (the consumer group to join)")
@@ -350,14 +362,6 @@ class Consumer(HandleFacade):
 
     # -- offsets -----------------------------------------------------------------------------------
 
-    def _topic_id_partition(self, topic: str, partition: int) -> TopicIdPartition:
-        """The partition as this consumer owns it; otherwise by name only (the member session
-        finds its topic id)."""
-        _runtime, app = self._group()
-        key = (topic, partition)
-        owned = app.state.owned.get(key) or app.state.revoking.get(key)
-        return owned if owned is not None else TopicIdPartition(ZERO_UUID, topic, partition)
-
     def commit(
         self,
         message: Message | None = None,
@@ -376,8 +380,8 @@ class Consumer(HandleFacade):
         started = self._start_commit(message, offsets, asynchronous)
         if not isinstance(started, int):
             return started
-        self._wait(lambda a: started in a.state.commits, DEFAULT_API_TIMEOUT_S)
-        return self._finish_commit(started)
+        self._wait(lambda a: a.commit_finished(started), DEFAULT_API_TIMEOUT_S)
+        return self._group()[1].finish_commit(started)
 
     def _start_commit(
         self, message: Message | None, offsets: Sequence[TopicPartition] | None, asynchronous: bool
@@ -386,34 +390,18 @@ class Consumer(HandleFacade):
         else its result (None, or a manual assignment's committed offsets)."""
         runtime, app = self._group()
         offsets = offsets_argument(message, offsets, "commit")
-        manual = not self._subscribed and bool(self._manual.partitions)
-        if offsets is None and manual:
-            explicit = self._manual.positions()
-        else:
-            explicit = offsets_to_commit(app, offsets, self._topic_id_partition)
-        if not explicit:
-            error = nothing_to_commit(app, offsets)
-            if not asynchronous:
-                raise KafkaException(error)
-            reported = offsets if offsets is not None else unset_offsets(app.state.committable())
-            if app.on_commit is not None and reported:
-                app.state.commit_reports.append((error, list(reported)))
-                self._check_at = 0  # the next poll() reports it
+        reports = len(app.state.commit_reports)
+        try:
+            if self._subscribed or not self._manual.partitions:
+                return app.start_commit(offsets, asynchronous)
+            explicit = self._manual.positions() if offsets is None else app.commit_selection(offsets)
+            if explicit:
+                return self._manual.commit(runtime, app, explicit, asynchronous)
+            app.report_nothing_to_commit(offsets, asynchronous)
             return None
-        if manual:
-            return self._manual.commit(runtime, app, explicit, asynchronous)
-        self._commit_tokens += 1
-        token = self._commit_tokens
-        app.state.requested[token] = explicit
-        runtime.post(CommitRequested(token, explicit, sync=not asynchronous))
-        return None if asynchronous else token
-
-    def _finish_commit(self, token: int) -> list[TopicPartition]:
-        """The result of the synchronous commit `token` (it finished)."""
-        finished = self._group()[1].state.commits.pop(token)
-        if finished.error is not None:
-            raise kafka_exception(finished.error, fatal=finished.error is self._group()[1].state.fatal)
-        return committed_partitions(finished.offsets)
+        finally:
+            if len(app.state.commit_reports) > reports:
+                self._check_at = 0  # the next poll() reports it
 
     def store_offsets(
         self, message: Message | None = None, offsets: Sequence[TopicPartition] | None = None
@@ -584,7 +572,7 @@ class Consumer(HandleFacade):
 
     def _wait(self, done: Any, timeout: float, raise_errors: bool = True) -> None:
         """Run the application-thread work until `done(app)` or `timeout` seconds
-        (`AppThread.wait_over` decides)."""
+        (`ApplicationCore.wait_over` decides), woken by each piece of work the member queues."""
         _runtime, app = self._group()
         deadline = time.monotonic() + timeout
         while not done(app):
@@ -595,4 +583,4 @@ class Consumer(HandleFacade):
                     raise
             if app.wait_over(lambda: done(app), deadline, raise_errors):
                 return
-            time.sleep(BUSY_SLICE_S)
+            app.run_next(min(deadline - time.monotonic(), IDLE_SLICE_S))

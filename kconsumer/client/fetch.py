@@ -35,6 +35,7 @@ from confluent_kafka import (
 from confluent_kafka import Consumer as _RdKafkaConsumer
 
 from .librdkafka_log import librdkafka_logger
+from .member.model import PartitionOffset, TopicIdPartition
 
 #: librdkafka's logical offsets for "no committed offset: apply auto.offset.reset".
 RESET_EARLIEST = OFFSET_BEGINNING
@@ -91,6 +92,14 @@ class Fetcher:
             self.learn_topics({tp.topic for tp in new})
             self._handle.incremental_assign(new)
             self._assigned.update((tp.topic, tp.partition) for tp in new)
+
+    def start(self, starts: Sequence[PartitionOffset]) -> None:
+        """Start fetching partitions at the offsets given (the application core's `FetchPath`)."""
+        self.assign([_at(s.partition.topic, s.partition.partition, s.offset, s.leader_epoch) for s in starts])
+
+    def stop(self, partitions: Sequence[TopicIdPartition]) -> None:
+        """Stop fetching `partitions` (the application core's `FetchPath`)."""
+        self.unassign([(tp.topic, tp.partition) for tp in partitions])
 
     def learn_topics(self, topics: set[str]) -> None:
         """Have the handle fetch the metadata of topics it is about to fetch for the first time.
@@ -272,6 +281,14 @@ class MembershipOnlyFetcher:
     def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
         for key in partitions:
             self._positions.pop(key, None)
+
+    def start(self, starts: Sequence[PartitionOffset]) -> None:
+        for start in starts:
+            tp = start.partition
+            self._positions[(tp.topic, tp.partition)] = start.offset if start.offset >= 0 else None
+
+    def stop(self, partitions: Sequence[TopicIdPartition]) -> None:
+        self.unassign([(tp.topic, tp.partition) for tp in partitions])
 
     def assigned(self) -> set[tuple[str, int]]:
         return set(self._positions)

@@ -18,7 +18,8 @@ from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPar
 
 from ..errors import ErrorCode, error_for
 from ..protocol.uuid import ZERO_UUID
-from .app_thread import AppThread, committed_partitions
+from .application.commits import committed_partitions
+from .application.core import ApplicationCore
 from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
 from .kafka_errors import kafka_exception
 from .member.events import CommitOffsetsQuery
@@ -80,7 +81,11 @@ class ManualAssignment:
         )
 
     def commit(
-        self, runtime: MemberRuntime, app: AppThread, offsets: tuple[PartitionOffset, ...], asynchronous: bool
+        self,
+        runtime: MemberRuntime,
+        app: ApplicationCore,
+        offsets: tuple[PartitionOffset, ...],
+        asynchronous: bool,
     ) -> list[TopicPartition] | None:
         """Commit outside the group (no member id, epoch -1): the committed offsets, or with
         `asynchronous` None at once and the outcome to on_commit from a later poll."""

@@ -104,14 +104,13 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     application thread resolves resets with ListOffsets and assigns explicit offsets only; when
     the lookup fails, the logical offset still goes to librdkafka."""
     import queue as _queue
-    from types import SimpleNamespace
     from typing import Any as _Any
 
     from confluent_kafka import OFFSET_BEGINNING
 
-    from kconsumer.client.app_thread import AppThread
+    from kconsumer.client.application.core import ApplicationCore
+    from kconsumer.client.application.ports import ApplicationSettings
     from kconsumer.client.member.effects import StartFetching
-    from kconsumer.client.member.events import OffsetsQuery
     from kconsumer.client.member.model import FetchPosition, OffsetReset, TopicIdPartition
     from kconsumer.protocol.uuid import Uuid
 
@@ -121,24 +120,21 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
         def __init__(self) -> None:
             self.assigned: list[tuple[str, int, int]] = []
 
-        def assign(self, partitions: _Any) -> None:
-            self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in partitions]
+        def start(self, starts: _Any) -> None:
+            self.assigned += [(s.partition.topic, s.partition.partition, s.offset) for s in starts]
 
     class FakeRuntime:
-        """Answers the application thread's OffsetsQuery as the member session would."""
+        """Answers the application thread's ListOffsets lookup as the member runtime would."""
+
+        group_id = "g"
 
         def __init__(self, answer: dict[tuple[str, int], int] | None) -> None:
-            self.app_queue: _queue.SimpleQueue[object] = _queue.SimpleQueue()
-            self.config = SimpleNamespace(
-                librdkafka_passthrough={}, request_timeout_ms=30_000, enable_auto_offset_store=True
-            )
             self.answer = answer
             self.asked: list[dict[tuple[str, int], int]] = []
 
-        def ask(self, query: _Any, timeout_s: float) -> _Any:
-            event = query(1, 0)
-            assert isinstance(event, OffsetsQuery) and event.isolation_level == 1  # read_committed by default
-            self.asked.append(dict(event.timestamps))
+        def lookup_offsets(self, wanted: _Any, isolation: int, timeout_s: float) -> _Any:
+            assert isolation == 1  # read_committed by default
+            self.asked.append(dict(wanted))
             if self.answer is None:
                 raise TimeoutError("broker unreachable")
             return self.answer
@@ -153,12 +149,12 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     )
     runtime = FakeRuntime({("t", 0): 7, ("t", 1): 99})
     fetcher = FakeFetcher()
-    app = AppThread(object(), fetcher, runtime)  # type: ignore[arg-type]
+    app = ApplicationCore(fetcher, runtime, _queue.SimpleQueue(), ApplicationSettings())  # type: ignore[arg-type]
     app._execute(work)
     assert runtime.asked == [{("t", 0): -2, ("t", 1): -1}]
     assert fetcher.assigned == [("t", 0, 7), ("t", 1, 99), ("t", 2, 42)]
 
     failing = FakeRuntime(None)
     fetcher = FakeFetcher()
-    AppThread(object(), fetcher, failing)._execute(work)  # type: ignore[arg-type]
+    ApplicationCore(fetcher, failing, _queue.SimpleQueue(), ApplicationSettings())._execute(work)  # type: ignore[arg-type]
     assert fetcher.assigned[0] == ("t", 0, OFFSET_BEGINNING)

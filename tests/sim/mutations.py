@@ -15,6 +15,7 @@ import pytest
 from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import reconciliation, txn_offsets
 from kconsumer.broker.coordinator.classic import in_consumer_group
+from kconsumer.client.application.core import ApplicationCore
 from kconsumer.client.member import MemberCore
 from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput, Membership, _Commit
@@ -158,6 +159,27 @@ MIXED_MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "classic_pattern_ignores_new_topics": (classic_pattern_ignores_new_topics, frozenset({"liveness"})),
 }
 
+
+class _StickyOffsets(dict[Any, Any]):
+    """Stored offsets that are never forgotten."""
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return self.get(key, default)
+
+
+def stored_offset_survives_reassignment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The application core keeps what ``store_offsets()`` stored for a partition when the
+    partition goes and when it is assigned again: a later commit carries the offset of an
+    earlier ownership."""
+    original = ApplicationCore.__init__
+
+    def init(self: ApplicationCore, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.state.stored = _StickyOffsets()
+
+    monkeypatch.setattr(ApplicationCore, "__init__", init)
+
+
 MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_releases_before_ack": (
         coordinator_releases_before_ack,
@@ -183,6 +205,10 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "retried_commit_keeps_its_first_epoch": (
         retried_commit_keeps_its_first_epoch,
         frozenset({"commit-epoch"}),
+    ),
+    "stored_offset_survives_reassignment": (
+        stored_offset_survives_reassignment,
+        frozenset({"commit-regressed"}),
     ),
 }
 

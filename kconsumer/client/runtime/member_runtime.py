@@ -27,7 +27,7 @@ from ..local_assignors import LocalAssignors
 from ..member import MemberSession, MemberState
 from ..member.cluster import parse_bootstrap
 from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
-from ..member.events import AssignorFinished, Event, Poll, RequestFailed, ResponseReceived, Tick
+from ..member.events import AssignorFinished, Event, OffsetsQuery, Poll, RequestFailed, ResponseReceived, Tick
 from ..member.model import TopicIdPartition
 from ..metrics import ConsumerMetrics
 from ..sasl import AuthenticationFailedError
@@ -144,6 +144,16 @@ class MemberRuntime:
             return future.result(timeout_s + 1.0)
         except concurrent.futures.TimeoutError:
             raise TimeoutError("no answer from the consumer's background thread") from None
+
+    def lookup_offsets(
+        self, wanted: dict[tuple[str, int], int], isolation: int, timeout_s: float
+    ) -> dict[tuple[str, int], int]:
+        """ListOffsets through the session (the application core's `MemberLink`): the offset of
+        each partition at `wanted`'s timestamp; raises when the lookup fails."""
+        found: dict[tuple[str, int], int] = self.ask(
+            lambda token, deadline: OffsetsQuery(token, wanted, isolation, deadline), timeout_s
+        )
+        return found
 
     def shutdown(self) -> None:
         """Stop the timer, cancel the network tasks, close the connections (thread-safe)."""

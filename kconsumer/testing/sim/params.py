@@ -151,6 +151,14 @@ class SimParams:
         so that seeds without it keep their course."""
         return self.callbacks and self.manual_commit_every == 3
 
+    @property
+    def store_offsets(self) -> bool:
+        """Applications store the offsets of what they processed themselves
+        (``enable.auto.offset.store=false`` and ``store_offsets()`` after each batch): every
+        commit of "owned partitions" carries what was stored. Derived, not drawn, so that seeds
+        without it keep their course."""
+        return self.record_cost_ms == 0
+
     @classmethod
     def draw(cls, rng: random.Random, faults: FaultMix) -> SimParams:
         """Draw a world consistent with `faults`."""

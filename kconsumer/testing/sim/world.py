@@ -171,7 +171,7 @@ class World:
         self.trace.log(
             self.sched.now, proc.label, f"process starts as {proc.member_id} instance={instance}{protocol}"
         )
-        proc.app.start(topics, pattern)
+        proc.app.begin(topics, pattern)
 
     def _schedule_restart(self, slot: int) -> None:
         if slot in self.restarts_pending:

@@ -1,25 +1,23 @@
-"""`AppThread.wait_over`: the one rule by which the sync and the asyncio consumer wait for the
+"""`ApplicationCore.wait_over`: the one rule by which the sync and the asyncio consumer wait for the
 group (close, unsubscribe): done, the group gone for good (fatal), or out of time."""
 
 from __future__ import annotations
 
 import queue
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kconsumer.client.app_thread import AppThread
+from kconsumer.client.application.core import ApplicationCore
+from kconsumer.client.application.ports import ApplicationSettings
 from kconsumer.errors import ErrorCode, FencedInstanceIdError
 
 
-def _app() -> AppThread:
-    runtime: Any = SimpleNamespace(
-        app_queue=queue.SimpleQueue(), config=SimpleNamespace(enable_auto_offset_store=True)
-    )
-    return AppThread(object(), None, runtime)  # type: ignore[arg-type]
+def _app() -> ApplicationCore:
+    unused: Any = None
+    return ApplicationCore(unused, unused, queue.SimpleQueue(), ApplicationSettings())
 
 
 def test_a_wait_is_over_when_done_even_past_its_deadline() -> None:

@@ -1,5 +1,16 @@
-"""The application thread's half of the runtime: executing, in order, the work the member core
-queued for it (`MemberRuntime.app_queue`), inside poll/consume/commit/unsubscribe/close.
+"""The application core: what the application thread decides, for every consumer that drives it.
+
+The member session decides the group side (heartbeats, reconciliation, commits on the wire) and
+queues `ApplicationWork` for the application thread: stop or start fetching partitions, run a
+rebalance callback, read positions for a commit, a finished commit, an error, the end of a
+leave. The application core executes that work, in order, inside the driver's
+poll/consume/commit/unsubscribe/close; it also holds what the application sees (owned partitions,
+stored offsets, starts chosen in on_assign, errors to raise) and starts commits.
+
+Its drivers: `kconsumer.Consumer` (blocking), `kconsumer.aio.AIOConsumer` (awaiting callbacks and
+the blocking start-up lookups) and the simulation's application (`kconsumer.testing.sim.app`,
+callbacks that take simulated time). They reach fetching, the member and the work queue only
+through `ports`, so the simulation runs these decisions as they ship.
 
 Everything that touches the fetch path happens here, so its order relative to the records handed
 to the application is exact: a partition stops (and its position is read) before its revocation
@@ -12,17 +23,17 @@ import inspect
 import logging
 import queue
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from ..errors import KConsumerError
-from .fetch import RESET_EARLIEST, RESET_LATEST, Fetcher, MembershipOnlyFetcher
-from .kafka_errors import kafka_exception
-from .listener import ConsumerRebalanceListener
-from .member.effects import (
+from ...errors import KConsumerError
+from ...protocol.uuid import ZERO_UUID
+from ..fetch import RESET_EARLIEST, RESET_LATEST
+from ..kafka_errors import kafka_exception
+from ..member.effects import (
     ApplicationWork,
     CollectPositions,
     CommitFinished,
@@ -32,127 +43,41 @@ from .member.effects import (
     StartFetching,
     StopFetching,
 )
-from .member.errors import PollIntervalExceededError
-from .member.events import CallbackCompleted, FetchingStopped, OffsetsQuery, PositionsCollected
-from .member.model import (
-    CallbackKind,
-    CommitReason,
-    LeaveReason,
-    OffsetReset,
-    PartitionOffset,
-    TopicIdPartition,
-)
-from .member.state import MemberState
-from .metrics import ConsumerMetrics
-from .runtime.member_runtime import MemberRuntime
-from .statistics import GroupStatistics
+from ..member.errors import PollIntervalExceededError
+from ..member.events import CallbackCompleted, CommitRequested, FetchingStopped, PositionsCollected
+from ..member.model import CallbackKind, CommitReason, OffsetReset, PartitionOffset, TopicIdPartition
+from ..member.state import MemberState
+from ..metrics import ConsumerMetrics
+from ..offset_arguments import commit_offsets
+from ..statistics import GroupStatistics
+from .commits import committed_partitions, nothing_to_commit, unset_offsets
+from .ports import ApplicationSettings, FetchPath, MemberLink, WorkQueue
+from .state import AppState, Awaited, Callbacks, Key
 
 log = logging.getLogger("kconsumer")
 
 
-@dataclass
-class Awaited:
-    """Work the asyncio consumer awaits before anything else runs: a rebalance callback that
-    returned an awaitable, or (`in_thread`) the blocking preparation of a StartFetching, to be
-    run in a worker thread. `finish(result, error)` completes the work."""
-
-    awaitable: Any
-    finish: Callable[[Any, BaseException | None], None]
-    in_thread: bool = False
-
-
-Key = tuple[str, int]
-
-#: Longest time starting partitions may wait for their reset positions (ListOffsets).
-RESET_LOOKUP_TIMEOUT_S = 5.0
-PartitionsCallback = Callable[[Any, list[TopicPartition]], None]
-
-
-@dataclass
-class Callbacks:
-    """The rebalance callbacks registered at subscribe time (confluent-kafka style or a listener)."""
-
-    on_assign: PartitionsCallback | None = None
-    on_revoke: PartitionsCallback | None = None
-    on_lost: PartitionsCallback | None = None
-    listener: ConsumerRebalanceListener | None = None
-    #: ``PartitionAssignor.on_assignment`` runner, set when local assignors are configured.
-    on_assignment: Callable[[InvokeCallback], None] | None = None
-
-    def kinds(self) -> frozenset[CallbackKind]:
-        """The listener callbacks the core must wait for."""
-        if self.listener is not None:
-            return frozenset({CallbackKind.ASSIGNED, CallbackKind.REVOKED, CallbackKind.LOST})
-        kinds = set()
-        if self.on_assign is not None:
-            kinds.add(CallbackKind.ASSIGNED)
-        if self.on_revoke is not None:
-            kinds.update({CallbackKind.REVOKED, CallbackKind.LOST})  # lost goes to on_revoke by default
-        if self.on_lost is not None:
-            kinds.add(CallbackKind.LOST)
-        return frozenset(kinds)
-
-
-@dataclass
-class AppState:
-    """What the application thread knows: owned partitions, errors to raise, finished requests."""
-
-    owned: dict[Key, TopicIdPartition] = field(default_factory=dict)
-    #: Positions of partitions when they stopped, reported again if stopped twice.
-    stopped: dict[Key, PartitionOffset] = field(default_factory=dict)
-    #: Assigned partitions with no committed offset and auto.offset.reset=none: waiting for seek().
-    awaiting_seek: dict[Key, TopicIdPartition] = field(default_factory=dict)
-    errors: list[BaseException] = field(default_factory=list)
-    fatal: BaseException | None = None
-    #: The fatal error was handed out (as one _FATAL error event).
-    fatal_reported: bool = False
-    commits: dict[int, CommitFinished] = field(default_factory=dict)
-    leaves: set[LeaveReason] = field(default_factory=set)
-    #: The partitions of the on_partitions_revoked callback running now: still this member's until
-    #: it returns, so commit() and store_offsets() inside it cover them.
-    revoking: dict[Key, TopicIdPartition] = field(default_factory=dict)
-    #: The partitions of the on_partitions_lost callback running now.
-    losing: dict[Key, TopicIdPartition] = field(default_factory=dict)
-    #: Partitions on_revoke was given (they are not reported to on_lost again, as librdkafka).
-    revoked: set[Key] = field(default_factory=set)
-    #: The partitions of the on_partitions_assigned callback running now, and the start offsets
-    #: the application chose for them inside it (incremental_assign/assign/seek, as confluent-kafka
-    #: allows), used instead of the committed offsets when fetching starts.
-    assigning: dict[Key, TopicIdPartition] = field(default_factory=dict)
-    start_at: dict[Key, int | OffsetReset] = field(default_factory=dict)
-    #: Offsets store_offsets() stored (enable.auto.offset.store=false), until the partition goes.
-    stored: dict[Key, PartitionOffset] = field(default_factory=dict)
-    #: The offset this member last committed per partition since it got it: an auto-commit
-    #: leaves out partitions that have not moved since (as librdkafka does).
-    last_committed: dict[Key, int] = field(default_factory=dict)
-    #: The offsets each commit() (by token) asked for, until it finishes.
-    requested: dict[int, tuple[PartitionOffset, ...]] = field(default_factory=dict)
-    #: Error events poll()/consume() hand out as messages (confluent-kafka's error messages).
-    error_events: list[Message] = field(default_factory=list)
-    #: on_commit reports decided on this thread, delivered by the next poll like the others.
-    commit_reports: list[tuple[KafkaError | None, list[TopicPartition]]] = field(default_factory=list)
-
-    def committable(self) -> tuple[TopicIdPartition, ...]:
-        """What a commit of "every owned partition" covers: the owned ones and, inside
-        on_partitions_revoked, the ones being revoked."""
-        return (*self.owned.values(), *(tp for key, tp in self.revoking.items() if key not in self.owned))
-
-
-class AppThread:
-    """Runs the queued work; see the module docstring."""
+class ApplicationCore:
+    """The application thread's decisions; see the module docstring."""
 
     def __init__(
-        self, consumer: Any, fetcher: Fetcher | MembershipOnlyFetcher, runtime: MemberRuntime
+        self,
+        fetch: FetchPath,
+        member: MemberLink,
+        work: WorkQueue,
+        settings: ApplicationSettings,
+        callback_consumer: Any = None,
     ) -> None:
         #: What the rebalance callbacks get as their consumer argument.
-        self.callback_consumer: Any = consumer
+        self.callback_consumer: Any = callback_consumer
         #: Whether a callback may return an awaitable (the asyncio consumer awaits it).
         self.awaitable_callbacks = False
         #: The work being awaited: no other work runs until `finish_awaited`.
         self.awaiting: Awaited | None = None
-        self._fetcher = fetcher
-        self.runtime = runtime
-        self.queue: queue.SimpleQueue[ApplicationWork] = runtime.app_queue
+        self._fetch = fetch
+        self.member = member
+        self.queue = work
+        self.settings = settings
         self.state = AppState()
         self.callbacks = Callbacks()
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
@@ -161,7 +86,8 @@ class AppThread:
         #: The consumer's metrics (callback latencies are recorded here).
         self.metrics: ConsumerMetrics | None = None
         #: enable.auto.offset.store: commits carry the fetch positions (else what was stored).
-        self.auto_store = runtime.config.enable_auto_offset_store
+        self.auto_store = settings.auto_store
+        self._commit_tokens = 0
 
     # -- running the queue ------------------------------------------------------------------------
 
@@ -195,6 +121,15 @@ class AppThread:
                 break
             self._execute(work)
         self.raise_pending()
+
+    def run_next(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` seconds for the member's next work and run it: how a blocking
+        call (a synchronous commit, unsubscribe, close) waits for its answer."""
+        try:
+            work = self.queue.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            return
+        self._execute(work)
 
     def wait_over(self, done: Callable[[], bool], deadline: float, raise_errors: bool) -> bool:
         """One step of a consumer waiting for the group (close, unsubscribe), after it ran the
@@ -244,7 +179,7 @@ class AppThread:
         elif isinstance(work, CollectPositions):
             offsets = self.commit_offsets(work.partitions)
             moved = [k for k in sorted(offsets) if self.state.last_committed.get(k) != offsets[k].offset]
-            self.runtime.post(PositionsCollected(work.request_id, tuple(offsets[k] for k in moved)))
+            self.member.post(PositionsCollected(work.request_id, tuple(offsets[k] for k in moved)))
         elif isinstance(work, CommitFinished):
             self._commit_finished(work)
         elif isinstance(work, ReportError):
@@ -263,7 +198,7 @@ class AppThread:
         """Positions of `partitions`: live ones from the fetch path, else where they stopped."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
         by_key = {(tp.topic, tp.partition): tp for tp in partitions}
-        live = self._fetcher.positions(keys)
+        live = self._fetch.positions(keys)
         result = {}
         for key in keys:
             if key in live:
@@ -277,7 +212,7 @@ class AppThread:
 
     def member_state(self) -> MemberState:
         """Where the member is in the group."""
-        return self.runtime.state
+        return self.member.state
 
     def owned_keys(self) -> set[Key]:
         """The partitions the member owns."""
@@ -292,7 +227,7 @@ class AppThread:
         if not self.auto_store:
             found = self.state.stored.get(key)
             return None if found is None else found.offset
-        position = self._fetcher.positions([key]).get(key)
+        position = self._fetch.positions([key]).get(key)
         return None if position is None else position[0]
 
     def commit_offsets(self, partitions: tuple[TopicIdPartition, ...]) -> dict[Key, PartitionOffset]:
@@ -345,14 +280,14 @@ class AppThread:
         positions = self.positions(work.partitions)
         reported = positions if self.auto_store else self.commit_offsets(work.partitions)
         keys = [(tp.topic, tp.partition) for tp in work.partitions]
-        log.debug("group %s: stop fetching %s", self.runtime.group_id, sorted(keys))
-        self._fetcher.unassign(keys)
+        log.debug("group %s: stop fetching %s", self.member.group_id, sorted(keys))
+        self._fetch.stop(work.partitions)
         for key in keys:
             self.state.owned.pop(key, None)
             self.state.awaiting_seek.pop(key, None)
             if key in positions:
                 self.state.stopped[key] = positions[key]
-        self.runtime.post(FetchingStopped(work.stop_id, tuple(reported[k] for k in keys if k in reported)))
+        self.member.post(FetchingStopped(work.stop_id, tuple(reported[k] for k in keys if k in reported)))
 
     def _resolve_resets(self, work: StartFetching) -> dict[Key, int]:
         """Explicit offsets for the partitions that start at a reset position (EARLIEST/LATEST),
@@ -370,16 +305,9 @@ class AppThread:
         }
         if not wanted:
             return {}
-        runtime = self.runtime
-        # librdkafka's default, read_committed: a reset to the latest offset is the last stable one
-        level = runtime.config.librdkafka_passthrough.get("isolation.level", "read_committed")
-        isolation = 1 if level == "read_committed" else 0
-        timeout = min(runtime.config.request_timeout_ms / 1000, RESET_LOOKUP_TIMEOUT_S)
+        isolation = 1 if self.settings.read_committed else 0
         try:
-            found: dict[Key, int] = runtime.ask(
-                lambda token, deadline: OffsetsQuery(token, wanted, isolation, deadline), timeout
-            )
-            return found
+            return self.member.lookup_offsets(wanted, isolation, self.settings.reset_lookup_timeout_s)
         except Exception as exc:  # the logical position still works, only with librdkafka's lookup
             log.debug("kconsumer: ListOffsets for reset positions failed (%r); librdkafka resolves them", exc)
             return {}
@@ -387,7 +315,7 @@ class AppThread:
     def _prepare_start(self, work: StartFetching) -> dict[Key, int]:
         """The blocking part of starting to fetch (thread-safe): the topics' metadata, and the
         offsets of reset positions."""
-        self._fetcher.learn_topics({p.partition.topic for p in work.positions})
+        self._fetch.learn_topics({p.partition.topic for p in work.positions})
         return self._resolve_resets(work)
 
     def _prepared_start(self, work: StartFetching) -> Callable[[Any, BaseException | None], None]:
@@ -401,7 +329,7 @@ class AppThread:
             self.statistics.rebalanced()
         if work.positions and log.isEnabledFor(logging.DEBUG):
             keys = sorted((p.partition.topic, p.partition.partition) for p in work.positions)
-            log.debug("group %s: start fetching %s", self.runtime.group_id, keys)
+            log.debug("group %s: start fetching %s", self.member.group_id, keys)
         if resolved is None:
             resolved = self._resolve_resets(work)
         assign = []
@@ -432,21 +360,17 @@ class AppThread:
             else:
                 assert isinstance(offset, int)
                 start = offset
-            if position.leader_epoch is not None and start >= 0:
-                assign.append(
-                    TopicPartition(tp.topic, tp.partition, start, leader_epoch=position.leader_epoch)
-                )
-            else:
-                assign.append(TopicPartition(tp.topic, tp.partition, start))
+            epoch = position.leader_epoch if start >= 0 else None
+            assign.append(PartitionOffset(tp, start, epoch))
         if assign:
-            self._fetcher.assign(assign)
+            self._fetch.start(assign)
 
     def start_after_seek(self, partition: TopicPartition) -> bool:
         """`seek()` on a partition waiting for a position: start fetching there."""
-        key = (partition.topic, partition.partition)
-        if self.state.awaiting_seek.pop(key, None) is None:
+        waiting = self.state.awaiting_seek.pop((partition.topic, partition.partition), None)
+        if waiting is None:
             return False
-        self._fetcher.assign([TopicPartition(partition.topic, partition.partition, partition.offset)])
+        self._fetch.start([PartitionOffset(waiting, partition.offset)])
         return True
 
     # -- callbacks --------------------------------------------------------------------------------
@@ -457,7 +381,7 @@ class AppThread:
             # A loss during or after a revocation: on_revoke had those partitions already.
             rest = tuple(tp for tp in work.partitions if (tp.topic, tp.partition) not in state.revoked)
             if not rest:
-                self.runtime.post(CallbackCompleted(work.callback_id, None))
+                self.member.post(CallbackCompleted(work.callback_id, None))
                 return
             work = replace(work, partitions=rest)
         if work.kind is CallbackKind.REVOKED:
@@ -516,7 +440,7 @@ class AppThread:
             for tp in work.partitions:
                 if (tp.topic, tp.partition) not in state.owned:
                     state.stored.pop((tp.topic, tp.partition), None)
-        self.runtime.post(CallbackCompleted(work.callback_id, error))
+        self.member.post(CallbackCompleted(work.callback_id, error))
 
     def _application_callback(self, work: InvokeCallback) -> Callable[[], object] | None:
         """The application's callback for `work`, ready to call (its return value is an
@@ -542,6 +466,62 @@ class AppThread:
         return None if function is None else (lambda: function(self.callback_consumer, partitions))
 
     # -- commits ---------------------------------------------------------------------------------
+
+    def partition_identity(self, topic: str, partition: int) -> TopicIdPartition:
+        """The partition as this member has it (with its topic id); otherwise by name only (the
+        member session finds its topic id)."""
+        key = (topic, partition)
+        owned = self.state.owned.get(key) or self.state.revoking.get(key)
+        return owned if owned is not None else TopicIdPartition(ZERO_UUID, topic, partition)
+
+    def commit_selection(self, offsets: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, ...]:
+        """The offsets a group commit of `offsets` (None: every partition this member has)
+        carries; see `kconsumer.client.application.commits`."""
+        if offsets is not None:
+            return commit_offsets(offsets, self.partition_identity)
+        owned = self.commit_offsets(self.state.committable())
+        return tuple(o for key, o in owned.items() if o.offset > (self.committed_offset(key) or -1))
+
+    def start_commit(self, offsets: Sequence[TopicPartition] | None, asynchronous: bool) -> int | None:
+        """``commit()`` in a group: send the commit `offsets` describes. Returns the token of a
+        synchronous commit to wait for (`commit_finished`), None for an asynchronous one (its
+        outcome goes to on_commit). Carrying nothing, a synchronous commit raises
+        KafkaException (_NO_OFFSET, or _ASSIGNMENT_LOST inside on_lost) and an asynchronous one
+        reports that to on_commit from the next poll."""
+        explicit = self.commit_selection(offsets)
+        if not explicit:
+            self.report_nothing_to_commit(offsets, asynchronous)
+            return None
+        return self.send_commit(explicit, asynchronous)
+
+    def report_nothing_to_commit(self, offsets: Sequence[TopicPartition] | None, asynchronous: bool) -> None:
+        """A commit that carries nothing: raised when synchronous, else told to on_commit."""
+        error = nothing_to_commit(offsets is None and bool(self.state.losing))
+        if not asynchronous:
+            raise KafkaException(error)
+        reported = offsets if offsets is not None else unset_offsets(self.state.committable())
+        if self.on_commit is not None and reported:
+            self.state.commit_reports.append((error, list(reported)))
+
+    def send_commit(self, explicit: tuple[PartitionOffset, ...], asynchronous: bool) -> int | None:
+        """Hand the member a commit of `explicit` (see `start_commit`)."""
+        self._commit_tokens += 1
+        token = self._commit_tokens
+        self.state.requested[token] = explicit
+        self.member.post(CommitRequested(token, explicit, sync=not asynchronous))
+        return None if asynchronous else token
+
+    def commit_finished(self, token: int) -> bool:
+        """Whether the synchronous commit `token` has its answer."""
+        return token in self.state.commits
+
+    def finish_commit(self, token: int) -> list[TopicPartition]:
+        """The result of the synchronous commit `token` (it finished): the committed offsets, or
+        its error raised as KafkaException."""
+        finished = self.state.commits.pop(token)
+        if finished.error is not None:
+            raise kafka_exception(finished.error, fatal=finished.error is self.state.fatal)
+        return committed_partitions(finished.offsets)
 
     def _commit_finished(self, work: CommitFinished) -> None:
         """As librdkafka's offset_commit_cb: ``on_commit(error, offsets)`` for asynchronous and
@@ -572,24 +552,3 @@ class AppThread:
             self.on_commit(error, partitions)
         except Exception as exc:
             self.state.errors.append(exc)
-
-
-def committed_partitions(offsets: tuple[PartitionOffset, ...]) -> list[TopicPartition]:
-    """confluent-kafka's view of committed offsets (metadata and leader epoch included)."""
-    return [_topic_partition(o) for o in offsets]
-
-
-def unset_offsets(partitions: Iterable[TopicIdPartition]) -> list[TopicPartition]:
-    """The partitions with offset -1001 (OFFSET_INVALID): what on_commit gets for a commit that
-    had nothing to commit (``_NO_OFFSET``), as from confluent-kafka."""
-    return [TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) for tp in partitions]
-
-
-def _topic_partition(committed: PartitionOffset) -> TopicPartition:
-    tp = committed.partition
-    extra: dict[str, Any] = {}
-    if committed.metadata:
-        extra["metadata"] = committed.metadata
-    if committed.leader_epoch is not None:
-        extra["leader_epoch"] = committed.leader_epoch
-    return TopicPartition(tp.topic, tp.partition, committed.offset, **extra)
