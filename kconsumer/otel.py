@@ -78,7 +78,8 @@ class MetricsExporter:
         return [self._observation(value, self.attributes)]
 
     def _values(self) -> dict[str, float]:
-        if self._closed or getattr(self._consumer, "_closed", False):
+        engine = getattr(self._consumer, "engine", None)
+        if self._closed or (engine is not None and engine.closed):
             return {}
         now = time.monotonic()
         with self._lock:

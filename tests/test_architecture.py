@@ -195,3 +195,27 @@ def test_the_groups_admin_negotiates_and_retries_as_the_member() -> None:
     text = path.read_text()
     own = [marker for marker in ("frozenset(", "UNSUPPORTED_VERSION", "broker_versions(") if marker in text]
     assert not own, f"groups/admin.py decides negotiation or retries itself: {own}"
+
+
+def _private_attributes_of(path: Path, names: set[str]) -> set[str]:
+    """Private attributes (``_x``) read or written on the objects `names` in `path`."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in names:
+                found.add(f"{owner.id}.{node.attr}")
+            elif isinstance(owner, ast.Attribute) and owner.attr in names:
+                found.add(f"{owner.attr}.{node.attr}")
+    return found
+
+
+def test_the_asyncio_consumer_and_the_consumer_reach_into_each_other_nowhere() -> None:
+    """AIOConsumer drives the consumer's engine through its public steps (ConsumerEngine), never
+    a private member of the blocking Consumer, and the reverse."""
+    aio = PACKAGE / "aio" / "consumer.py"
+    assert not _private_attributes_of(aio, {"consumer", "_consumer", "engine", "_engine"})
+    for path in sorted((PACKAGE / "client").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                assert "aio" not in (node.module or "").split("."), path

@@ -39,10 +39,9 @@ from confluent_kafka import KafkaException, Message, TopicPartition
 
 from ..client.application.core import ApplicationCore
 from ..client.consumer import DEFAULT_API_TIMEOUT_S, RECORDS_BETWEEN_CHECKS, Consumer
+from ..client.engine import Condition, ConsumerEngine
 from ..client.fetch import POLL_BATCH
 from ..client.listener import ConsumerRebalanceListener
-from ..client.member.events import Close, Unsubscribe
-from ..client.member.model import LeaveReason
 from ..client.subscription import SubscriptionPattern
 
 T = TypeVar("T")
@@ -69,25 +68,22 @@ class AIOConsumer:
     def __init__(self, config: dict[str, Any], *, logger: Any = None) -> None:
         """`config` takes the same keys as `kconsumer.Consumer` (ConfigError naming a bad one)."""
         self._consumer = Consumer(config, logger=logger)
-        app = self._consumer._app
-        if app is not None:
-            app.callback_consumer = self
-            app.awaitable_callbacks = True
-        self._app: ApplicationCore | None = app
+        engine = self._engine = self._consumer.engine
+        self._app: ApplicationCore | None = engine.app
+        # Records handed out without a full check (the runtime tells the member of them), and
+        # whether the member queued work since the last check (set from its thread).
+        self._polls = 0
+        self._member_work = False
+        #: When the consumer next tells the member the application polled (monotonic seconds).
+        self._next_poll_note = 0.0
         #: Set while `_wait` waits: wakes it when the member queues work (from its thread).
         self._waker: Callable[[], None] | None = None
-        runtime = self._consumer._runtime
-        if runtime is not None:
-            noted = runtime.on_app_work
-
-            def on_app_work() -> None:
-                if noted is not None:
-                    noted()
-                waker = self._waker
-                if waker is not None:
-                    waker()
-
-            runtime.on_app_work = on_app_work
+        engine.drive_from(
+            self,
+            awaitable_callbacks=True,
+            unnoted_polls=lambda: self._polls,
+            on_member_work=self._on_member_work,
+        )
         self._idle = FIRST_IDLE_S
         self._callback_task: asyncio.Future[Any] | None = None
         #: When the consumer next gives the loop a turn while records keep coming.
@@ -100,30 +96,42 @@ class AIOConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def engine(self) -> ConsumerEngine:
+        """The consumer's parts and the steps its drivers share (`kconsumer.client.engine`)."""
+        return self._engine
+
+    def _on_member_work(self) -> None:
+        """The member queued work for the application (called on the member's thread)."""
+        self._member_work = True
+        waker = self._waker
+        if waker is not None:
+            waker()
+
     def __aiter__(self) -> AsyncIterator[Message]:
         return self._records()
 
     async def _records(self) -> AsyncIterator[Message]:
-        consumer, app = self._consumer, self._app
-        buffer = consumer._buffer
+        app = self._app
+        buffer = self._engine.buffer
         monotonic = time.monotonic
         while True:
             # The fast path: records already taken from librdkafka, no group work waiting, no
             # poll to report and no turn to give the loop yet: the next one without `poll()`.
             now = monotonic()
-            consumer._member_work = False  # before looking at the queue: work posted later sets it
+            self._member_work = False  # before looking at the queue: work posted later sets it
             if (
                 buffer
                 and (app is None or (app.awaiting is None and app.idle()))
-                and now < consumer._next_poll_note
+                and now < self._next_poll_note
                 and now < self._turn_due
             ):
                 # A short run before the next full check; work the member posts meanwhile (a
                 # revocation, a lost assignment) ends it at the next record.
                 for _ in range(RECORDS_BETWEEN_CHECKS):
-                    if not buffer or consumer._member_work:
+                    if not buffer or self._member_work:
                         break
-                    consumer._polls += 1
+                    self._polls += 1
                     yield buffer.popleft()
                 continue
             message = await self.poll(None)
@@ -168,10 +176,9 @@ class AIOConsumer:
                 app.finish_awaited(None if error is not None else task.result(), error)
 
     def _note_poll(self) -> None:
-        consumer = self._consumer
         now = time.monotonic()
-        if now >= consumer._next_poll_note:
-            consumer._note_poll(now)
+        if now >= self._next_poll_note:
+            self._next_poll_note = self._engine.note_poll(now)
 
     async def _step(self) -> Message | None:
         """Give the loop a turn now and then (records may be there at every call: without it
@@ -183,8 +190,7 @@ class AIOConsumer:
             await asyncio.sleep(0)
         app = self._app
         if app is None:
-            if self._consumer._closed:
-                raise RuntimeError("Consumer closed")
+            self._engine.ensure_open()
             return None
         self._note_poll()
         if not app.idle() or app.awaiting is not None:
@@ -208,9 +214,8 @@ class AIOConsumer:
         """The next record (or error event), None after `timeout` seconds (None or negative:
         wait until one arrives). Runs pending rebalance callbacks and raises pending errors first."""
         deadline = _deadline(timeout)
-        consumer = self._consumer
-        buffer = consumer._buffer
-        fetcher = consumer._fetcher
+        buffer = self._engine.buffer
+        fetcher = self._engine.fetcher
         while True:
             event = await self._step()
             if event is not None:
@@ -233,7 +238,7 @@ class AIOConsumer:
         if not 1 <= num_messages <= 1_000_000:
             raise ValueError("num_messages must be between 1 and 1000000")
         deadline = _deadline(timeout)
-        fetcher = self._consumer._fetcher
+        fetcher = self._engine.fetcher
         while True:
             event = await self._step()
             if event is not None:
@@ -261,11 +266,9 @@ class AIOConsumer:
 
     async def unsubscribe(self) -> None:
         """Commit (if auto-commit), revoke and leave the group; returns when done."""
-        runtime, app = self._consumer._group()
-        app.state.leaves.discard(LeaveReason.UNSUBSCRIBE)
-        runtime.post(Unsubscribe())
-        await self._wait(lambda: LeaveReason.UNSUBSCRIBE in app.state.leaves, DEFAULT_API_TIMEOUT_S)
-        self._consumer._subscribed = False
+        left = self._engine.start_unsubscribe()
+        await self._wait(left, DEFAULT_API_TIMEOUT_S)
+        self._engine.subscribed = False
 
     # -- offsets ---------------------------------------------------------------------------------
 
@@ -277,14 +280,14 @@ class AIOConsumer:
     ) -> list[TopicPartition] | None:
         """As `Consumer.commit`, but synchronous by default (awaiting the coordinator's answer
         without blocking the loop); ``asynchronous=True`` returns at once (on_commit reports)."""
-        consumer = self._consumer
-        if not consumer._subscribed and consumer._manual.partitions:
-            return await self._in_thread(consumer.commit, message, offsets, asynchronous)
-        started = consumer._start_commit(message, offsets, asynchronous)
+        engine = self._engine
+        if not engine.subscribed and engine.manual.partitions:
+            return await self._in_thread(self._consumer.commit, message, offsets, asynchronous)
+        started = engine.start_commit(message, offsets, asynchronous)
         if not isinstance(started, int):
             return started
-        _runtime, app = consumer._group()
-        await self._wait(lambda: app.commit_finished(started), DEFAULT_API_TIMEOUT_S)
+        _runtime, app = engine.group()
+        await self._wait(lambda core: core.commit_finished(started), DEFAULT_API_TIMEOUT_S)
         return app.finish_commit(started)
 
     async def committed(
@@ -373,34 +376,35 @@ class AIOConsumer:
         await asyncio.shield(self._closing)
 
     async def _close(self, timeout: float | None) -> None:
-        consumer = self._consumer
-        if consumer._closed:
+        engine = self._engine
+        if engine.closed:
             return
         try:
-            runtime, app = consumer._runtime, self._app
-            if runtime is not None and app is not None:
-                runtime.post(Close())
+            left = engine.start_close()
+            if left is not None:
+                wait_s = DEFAULT_API_TIMEOUT_S if timeout is None else timeout
                 try:
-                    await self._wait(
-                        lambda: LeaveReason.CLOSE in app.state.leaves,
-                        DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
-                        raise_errors=False,
-                    )
+                    await self._wait(left, wait_s, raise_errors=False)
                 except KafkaException as exc:
                     log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
         finally:
-            consumer._release()
+            engine.release()
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    async def _wait(self, done: Callable[[], bool], timeout: float, raise_errors: bool = True) -> None:
-        """Run the member's work on this loop until `done()` or `timeout` seconds
+    async def _wait(self, condition: Condition, timeout: float, raise_errors: bool = True) -> None:
+        """Run the member's work on this loop until `condition(app)` or `timeout` seconds
         (`ApplicationCore.wait_over` decides)."""
         app = self._app
         assert app is not None
+
+        def done() -> bool:
+            return condition(app)
+
         deadline = time.monotonic() + timeout
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
+
         def wake() -> None:
             loop.call_soon_threadsafe(woken.set)
 

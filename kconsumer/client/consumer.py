@@ -18,29 +18,22 @@ from typing import Any
 
 from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, Message, TopicPartition
 
-from ..errors import ConfigError, ErrorCode, error_for
+from ..errors import ErrorCode, error_for
 from .application.commits import committed_partitions
 from .application.core import ApplicationCore
-from .application.ports import ApplicationSettings
 from .application.state import Callbacks, PartitionsCallback
-from .config import ConsumerConfig
+from .engine import ConsumerEngine
 from .fetch import Fetcher, MembershipOnlyFetcher
-from .group_metadata import new_member_id, serialized_group_metadata
+from .group_metadata import serialized_group_metadata
 from .handle_facade import HandleFacade
 from .kafka_errors import kafka_exception
 from .listener import ConsumerRebalanceListener
 from .local_assignors import LocalAssignors
-from .manual_assignment import ManualAssignment
-from .member.events import Close, CommittedOffsetsQuery, Poll, Subscribe, Unsubscribe
-from .member.model import LeaveReason
+from .member.events import CommittedOffsetsQuery, Subscribe
 from .member.queries import QueryTimedOutError
-from .metrics import ConsumerMetrics
 from .offset_arguments import offsets_argument, partition_argument, partitions_argument
-from .runtime.background import BackgroundLoop
 from .runtime.member_runtime import MemberRuntime
-from .statistics import consumer_statistics
 from .subscription import SubscriptionPattern, parse_subscription
-from .tls import connection_security
 
 log = logging.getLogger("kconsumer")
 
@@ -55,16 +48,6 @@ _monotonic = time.monotonic
 _INFINITY = float("inf")
 #: Default time close(), unsubscribe() and synchronous commits may take.
 DEFAULT_API_TIMEOUT_S = 60.0
-
-
-def _app_settings(config: ConsumerConfig) -> ApplicationSettings:
-    # librdkafka's default isolation is read_committed: a reset to the latest offset is the last stable one
-    level = config.librdkafka_passthrough.get("isolation.level", "read_committed")
-    return ApplicationSettings(
-        auto_store=config.enable_auto_offset_store,
-        read_committed=level == "read_committed",
-        reset_lookup_timeout_s=min(config.request_timeout_ms / 1000, 5.0),
-    )
 
 
 def _deadline(timeout: float | None) -> float:
@@ -86,58 +69,34 @@ class Consumer(HandleFacade):
         uses it; executors read the records."""
         if logger is not None:
             config = {**config, "logger": logger}
-        self._config = ConsumerConfig.from_dict(config)
-        settings = self._config.librdkafka_passthrough
-        self._security = None if self._config.group_id is None else connection_security(settings)
-        self._member_id = new_member_id()
-        self._assignors = LocalAssignors.from_config(self._config, self._member_id)  # before any thread
-        rd_config = self._config.librdkafka_config()
-        self._metrics = ConsumerMetrics(owned=self._owned, positions=self._positions)
-        group, isolation = self._config.group_id is not None, settings.get("isolation.level")
-        self._statistics = consumer_statistics(rd_config, isolation, group, self._metrics) if fetch else None
-        self._fetcher: Fetcher | MembershipOnlyFetcher = (
-            Fetcher(rd_config, self._config.group_id) if fetch else MembershipOnlyFetcher()
-        )
-        self._closed = self._subscribed = False
-        self._manual = ManualAssignment(
-            self._fetcher, self._config.auto_offset_reset, has_group=self._config.group_id is not None
-        )
+        engine = self._engine = ConsumerEngine(config, fetch=fetch, callback_consumer=self)
+        # The parts poll() and friends use, read once (they never change).
+        self._config = engine.config
+        self._fetcher: Fetcher | MembershipOnlyFetcher = engine.fetcher
+        self._manual = engine.manual
+        self._runtime: MemberRuntime | None = engine.runtime
+        self._app: ApplicationCore | None = engine.app
+        self._buffer = engine.buffer
+        self._rd_poll, self._rd_consume = self._fetcher.poll, self._fetcher.consume
         # poll() pops buffered records itself (see there): `_polls` so far without a full check
         # (the runtime tells the session of them), the next full check at `_check_at`, at once
         # once `_member_work` (set when the member posts work for this thread).
         self._polls = self._check_at = 0
         self._member_work = False
-        self._runtime: MemberRuntime | None = None
-        self._app: ApplicationCore | None = None
-        self._background: BackgroundLoop | None = None
-        if self._config.group_id is not None:
-            self._background = BackgroundLoop(f"kconsumer-{self._config.client_id}")
-            self._runtime = MemberRuntime(
-                self._config,
-                self._member_id,
-                self._background,
-                assignors=self._assignors,
-                security=self._security,
-                metrics=self._metrics,
-            )
-            self._runtime.unnoted_polls = lambda: self._polls
-            self._runtime.on_app_work = functools.partial(setattr, self, "_member_work", True)
-            self._app = ApplicationCore(
-                self._fetcher, self._runtime, self._runtime.app_queue, _app_settings(self._config), self
-            )
-            self._app.on_commit = self._config.on_commit
-            self._app.statistics = self._statistics
-            self._app.metrics = self._metrics
-            if self._statistics is not None:
-                self._statistics.member = self._app
-            if self._assignors is not None:
-                self._app.callbacks.on_assignment = self._on_assignment
-        self._poll_note_interval_s = min(1.0, self._config.max_poll_interval_ms / 4000)
         #: When poll()/consume() next tell the core the application polled (monotonic seconds).
         self._next_poll_note = 0.0
-        self._buffer = self._fetcher.buffer
-        self._rd_poll = self._fetcher.poll
-        self._rd_consume = self._fetcher.consume
+        engine.drive_from(
+            self,
+            awaitable_callbacks=False,
+            unnoted_polls=lambda: self._polls,
+            on_member_work=functools.partial(setattr, self, "_member_work", True),
+        )
+
+    @property
+    def engine(self) -> ConsumerEngine:
+        """The consumer's parts and the steps its drivers share (`kconsumer.client.engine`), for
+        other drivers of this consumer such as `kconsumer.aio.AIOConsumer`."""
+        return self._engine
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -148,14 +107,10 @@ class Consumer(HandleFacade):
         self.close()
 
     def _open(self) -> None:
-        if self._closed:
-            raise RuntimeError("Consumer closed")
+        self._engine.ensure_open()
 
     def _group(self) -> tuple[MemberRuntime, ApplicationCore]:
-        self._open()
-        if self._runtime is None or self._app is None:
-            raise ConfigError("group.id", "required to subscribe and commit (the consumer group to join)")
-        return self._runtime, self._app
+        return self._engine.group()
 
     def close(self, timeout: float | None = None) -> None:
         """Commit (if auto-commit), revoke, leave the group (epoch -2 for a static member, so its
@@ -164,30 +119,19 @@ class Consumer(HandleFacade):
         Waits at most `timeout` seconds (default 60) for the group; if the coordinator cannot be
         reached by then, it gives up quietly (a warning is logged), as Kafka's consumer does: the
         coordinator removes the member after its session timeout."""
-        if self._closed:
+        if self._engine.closed:
             return
         try:
-            if self._runtime is not None and self._app is not None:
-                self._runtime.post(Close())
+            left = self._engine.start_close()
+            if left is not None:
                 try:
                     self._wait(
-                        lambda app: LeaveReason.CLOSE in app.state.leaves,
-                        DEFAULT_API_TIMEOUT_S if timeout is None else timeout,
-                        raise_errors=False,
+                        left, DEFAULT_API_TIMEOUT_S if timeout is None else timeout, raise_errors=False
                     )
                 except KafkaException as exc:
                     log.warning("close(): leaving the group did not complete (%s); closing anyway", exc)
         finally:
-            self._release()
-
-    def _release(self) -> None:
-        """Release every resource (after leaving the group, or giving up on it)."""
-        self._closed = True
-        if self._runtime is not None:
-            self._runtime.shutdown()
-        self._fetcher.close()
-        if self._background is not None:
-            self._background.stop()
+            self._engine.release()
 
     # -- subscription --------------------------------------------------------------------------------
 
@@ -217,17 +161,14 @@ class Consumer(HandleFacade):
             raise KafkaException(
                 KafkaError(KafkaError._STATE, "subscribe(): unassign() the manual assignment first")
             )
-        self._subscribed = True
+        self._engine.subscribed = True
         app.callbacks = Callbacks(on_assign, on_revoke, on_lost, listener, app.callbacks.on_assignment)
         runtime.post(Subscribe(topics=names, pattern=pattern, callbacks=app.callbacks.kinds()))
 
     def unsubscribe(self) -> None:
         """Commit (if auto-commit), revoke and leave the group (epoch -1); blocks until done."""
-        runtime, app = self._group()
-        app.state.leaves.discard(LeaveReason.UNSUBSCRIBE)
-        runtime.post(Unsubscribe())
-        self._wait(lambda a: LeaveReason.UNSUBSCRIBE in a.state.leaves, DEFAULT_API_TIMEOUT_S)
-        self._subscribed = False
+        self._wait(self._engine.start_unsubscribe(), DEFAULT_API_TIMEOUT_S)
+        self._engine.subscribed = False
 
     def enforce_rebalance(self) -> None:
         """Does nothing: with the consumer protocol the coordinator decides when to rebalance (as
@@ -238,14 +179,14 @@ class Consumer(HandleFacade):
 
     def _local_assignors(self) -> tuple[MemberRuntime, LocalAssignors]:
         runtime, _app = self._group()
-        if self._assignors is None:
+        if self._engine.assignors is None:
             raise RuntimeError("this consumer has no client-side assignor (group.local.assignors)")
         if self._config.classic:
             raise RuntimeError(
                 "with group.protocol=classic an assignor's metadata() is read once, when the consumer "
                 "is created, and the group rebalances when members join, leave or change subscriptions"
             )
-        return runtime, self._assignors
+        return runtime, self._engine.assignors
 
     def update_assignor_metadata(self, name: str | None = None) -> None:
         """Read ``metadata()`` of the local assignor `name` (every one when None) again and
@@ -261,18 +202,11 @@ class Consumer(HandleFacade):
         runtime, assignors = self._local_assignors()
         runtime.post(assignors.request_event(reason))
 
-    def _on_assignment(self, work: Any) -> None:
-        """``PartitionAssignor.on_assignment`` (an ASSIGNMENT callback, on this thread)."""
-        if self._assignors is not None and self._runtime is not None:
-            self._assignors.on_assignment(work, self._runtime.member_epoch)
-
     # -- records -----------------------------------------------------------------------------------
 
     def _note_poll(self, now: float) -> None:
         """Tell the core the application polled (the caller checked `_next_poll_note`)."""
-        if self._runtime is not None:
-            self._next_poll_note = now + self._poll_note_interval_s
-            self._runtime.post(Poll())
+        self._next_poll_note = self._engine.note_poll(now)
 
     def poll(self, timeout: float | None = None) -> Message | None:
         """The next record (a confluent-kafka `Message`, maybe an error event), or None after
@@ -294,7 +228,7 @@ class Consumer(HandleFacade):
                 app.run()
                 if app.state.error_events:
                     return app.state.error_events.pop(0)
-        elif self._closed:
+        elif self._engine.closed:
             raise RuntimeError("Consumer closed")
         self._check_at = polls + RECORDS_BETWEEN_CHECKS
         if buffer:
@@ -342,7 +276,7 @@ class Consumer(HandleFacade):
                     if app.state.error_events:
                         return [app.state.error_events.pop(0)]
                     now = _monotonic()  # callbacks may have taken a while: the wait starts after them
-            elif self._closed:
+            elif self._engine.closed:
                 raise RuntimeError("Consumer closed")
             if deadline is None:
                 if timeout is None or timeout < 0:
@@ -386,21 +320,13 @@ class Consumer(HandleFacade):
     def _start_commit(
         self, message: Message | None, offsets: Sequence[TopicPartition] | None, asynchronous: bool
     ) -> int | list[TopicPartition] | None:
-        """Send the commit `commit()` describes: the token of a synchronous one to wait for,
-        else its result (None, or a manual assignment's committed offsets)."""
-        runtime, app = self._group()
-        offsets = offsets_argument(message, offsets, "commit")
-        reports = len(app.state.commit_reports)
+        """`ConsumerEngine.start_commit`; an on_commit report it queued goes out at the next poll()."""
+        app = self._app
+        reports = 0 if app is None else len(app.state.commit_reports)
         try:
-            if self._subscribed or not self._manual.partitions:
-                return app.start_commit(offsets, asynchronous)
-            explicit = self._manual.positions() if offsets is None else app.commit_selection(offsets)
-            if explicit:
-                return self._manual.commit(runtime, app, explicit, asynchronous)
-            app.report_nothing_to_commit(offsets, asynchronous)
-            return None
+            return self._engine.start_commit(message, offsets, asynchronous)
         finally:
-            if len(app.state.commit_reports) > reports:
+            if app is not None and len(app.state.commit_reports) > reports:
                 self._check_at = 0  # the next poll() reports it
 
     def store_offsets(
@@ -519,7 +445,7 @@ class Consumer(HandleFacade):
 
     def _manual_allowed(self, method: str) -> None:
         self._open()
-        if self._subscribed:
+        if self._engine.subscribed:
             raise KafkaException(
                 KafkaError(
                     KafkaError._STATE,
@@ -540,7 +466,7 @@ class Consumer(HandleFacade):
     def memberid(self) -> str:
         """This member's id (generated by the client, kept for the life of the consumer)."""
         self._open()
-        return self._member_id
+        return self._engine.member_id
 
     def member_epoch(self) -> int:
         """The current member epoch (0 when not in a group)."""
@@ -554,21 +480,15 @@ class Consumer(HandleFacade):
         epoch = runtime.member_epoch if runtime.member_epoch > 0 else -1
         assert self._config.group_id is not None
         return serialized_group_metadata(
-            self._config.group_id, epoch, self._member_id, self._config.group_instance_id
+            self._config.group_id, epoch, self._engine.member_id, self._config.group_instance_id
         )
 
     def metrics(self) -> dict[str, float]:
         """This consumer's metrics by the Java consumer's names (rebalances, heartbeats, commits,
         callbacks, fetching): `kconsumer.client.metrics` and docs/operations.md list them."""
-        return self._metrics.snapshot()
+        return self._engine.metrics.snapshot()
 
     # -- helpers -------------------------------------------------------------------------------------
-
-    def _owned(self) -> set[tuple[str, int]]:
-        return self._app.owned_keys() if self._app is not None else set(self._fetcher.assigned())
-
-    def _positions(self, keys: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        return {key: offset for key, (offset, _epoch) in self._fetcher.positions(keys).items()}
 
     def _wait(self, done: Any, timeout: float, raise_errors: bool = True) -> None:
         """Run the application-thread work until `done(app)` or `timeout` seconds

@@ -4,20 +4,20 @@ watermarks, offsets for times), and the SASL credentials kconsumer's connections
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 
 from .fetch import MembershipOnlyFetcher
-from .tls import ConnectionSecurity
+
+if TYPE_CHECKING:
+    from .engine import ConsumerEngine
 
 
 class HandleFacade:
     """Mixed into `Consumer` (which sets the attributes below)."""
 
-    _closed: bool
-    _fetcher: Any
-    _security: ConnectionSecurity | None
+    _engine: ConsumerEngine
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata (confluent-kafka's ClusterMetadata)."""
@@ -47,20 +47,20 @@ class HandleFacade:
 
     def _handle(self, method: str) -> Any:
         """The librdkafka handle of the fetch path, for the cluster queries it answers."""
-        if self._closed:
+        if self._engine.closed:
             raise RuntimeError("Consumer closed")
-        if isinstance(self._fetcher, MembershipOnlyFetcher):
+        if isinstance(self._engine.fetcher, MembershipOnlyFetcher):
             raise RuntimeError(f"{method}() needs the fetch path (this consumer has fetch=False)")
-        return self._fetcher.handle
+        return self._engine.fetcher.handle
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """New ``sasl.username`` / ``sasl.password`` for the next authentication of every
         connection: kconsumer's own (their next connection or KIP-368 re-authentication) and the
         fetch handle's, as confluent-kafka's method does."""
-        if self._closed:
+        if self._engine.closed:
             raise RuntimeError("Consumer closed")
-        security = self._security
+        security = self._engine.security
         if security is not None and security.sasl is not None:
             security.sasl.credentials.set(username, password)
-        if not isinstance(self._fetcher, MembershipOnlyFetcher):
-            self._fetcher.handle.set_sasl_credentials(username, password)
+        if not isinstance(self._engine.fetcher, MembershipOnlyFetcher):
+            self._engine.fetcher.handle.set_sasl_credentials(username, password)

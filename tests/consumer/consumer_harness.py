@@ -293,13 +293,7 @@ class Member:
 
 def crash(consumer: Consumer) -> None:
     """Stop `consumer` as a dying process would: no leave heartbeat, no commit, no callback."""
-    runtime, background, fetcher = consumer._runtime, consumer._background, consumer._fetcher
-    consumer._closed = True
-    if runtime is not None:
-        runtime.shutdown()
-    if background is not None:
-        background.stop()
-    fetcher.close()
+    consumer.engine.release()  # what close() does after leaving; here without leaving
 
 
 class ConfluentMember:

@@ -113,7 +113,7 @@ def test_async_for_gives_no_buffered_record_after_the_member_lost_its_partitions
             await asyncio.sleep(0.5)  # librdkafka queues the rest
             await records.__anext__()  # through poll(): the poll-interval note was due
             await records.__anext__()  # the first of a run of buffered records
-            buffer = consumer._consumer._buffer
+            buffer = consumer._consumer.engine.buffer
             assert len(buffer) > RECORDS_BETWEEN_CHECKS
             member_id = consumer._consumer.memberid()
             deadline = time.monotonic() + 15

@@ -203,15 +203,19 @@ class SimApp:
         like librdkafka, a partition is fetched by name, one incarnation of a topic at a time."""
         for start in starts:
             tp = start.partition
-            self._stop_fetching((tp.topic, tp.partition))
+            name_key = (tp.topic, tp.partition)
+            self._stop_fetching(name_key)
             offset = start.offset
             if offset == RESET_EARLIEST:
                 offset = 0
             elif offset == RESET_LATEST:
                 offset = self.world.topics.hw.get(tp.key, 0)
-            self.pending.pop(tp.key, None)
+            # What the application processed of an earlier ownership is not committed now: the
+            # commit API names partitions, and a recreated topic's partition has the same name.
+            for key in [k for k, o in self.pending.items() if (o.partition.topic, k[1]) == name_key]:
+                del self.pending[key]
             self.fetching[tp.key] = Fetch(tp, offset)
-            self._fetched_as[(tp.topic, tp.partition)] = tp.key
+            self._fetched_as[name_key] = tp.key
             self.hold((tp.key,))
             self.world.checker.started(self.proc, tp.key)
 
