@@ -131,6 +131,19 @@ def encode_result(spec: AssignmentSpec, result: object, *, cooperative: bool) ->
     return out
 
 
+def held_back(spec: AssignmentSpec, assignments: Mapping[str, bytes]) -> list[tuple[str, int]]:
+    """Partitions a member reports owning that the leader's `assignments` give to nobody: with a
+    cooperative strategy, left for the next rebalance, which their owner starts once it revoked
+    them (KIP-429)."""
+    given = {
+        (topic, p)
+        for data in assignments.values()
+        for topic, partitions in assigned_partitions(data).items()
+        for p in partitions
+    }
+    return sorted(owned_partitions(spec) - given)
+
+
 def owned_partitions(spec: AssignmentSpec) -> set[tuple[str, int]]:
     """Every existing partition of a subscribed topic some member reports owning."""
     return {

@@ -28,6 +28,7 @@ from kconsumer.client.member.events import (
     Close,
     CommitRequested,
     MetadataUpdated,
+    Poll,
     Subscribe,
 )
 from kconsumer.client.member.model import LISTENER_CALLBACKS, CallbackKind, ClassicMember, ClassicSettings
@@ -183,6 +184,58 @@ def test_cooperative_member_keeps_what_it_may_and_rejoins_after_revoking() -> No
     assert callbacks(driver.all[before:], CallbackKind.REVOKED) == []
     assert driver.state is S.STABLE and driver.core.assignment == tps({"foo": [0]})
     assert not driver.pending(SendClassicRequest)
+
+
+def test_a_subscription_change_while_revoking_before_a_rejoin_revokes_the_rest_too() -> None:
+    """Simulation seed 1221765: a cooperative member revoking what an assignment took away
+    changed its subscription meanwhile; it had been asked to release only the first part and
+    heartbeated for ever, never rejoining, its other partitions given to nobody."""
+    driver = classic(cooperative=True)
+    join(driver, {"foo": [0, 1, 2]})
+    driver.advance(INTERVAL)
+    answer(driver, error=ErrorCode.REBALANCE_IN_PROGRESS)
+    answer(driver, member_id="m-1", generation=2, protocol_name="cooperative-sticky", leader_id="other")
+    answer(driver, assignment=by_id({"foo": [0]}))  # 1 and 2 are to be revoked before rejoining
+    driver.send(Subscribe(topics=("bar",), callbacks=LISTENER_CALLBACKS))
+    for _ in range(5):
+        driver.settle()
+        driver.metadata()
+        if driver.pending(SendClassicRequest) and in_flight(driver).api is ClassicApi.JOIN:
+            break
+        acknowledge(driver)
+        driver.advance(INTERVAL)
+    assert sorted(callbacks(driver.all, CallbackKind.REVOKED)) == [("foo", 0), ("foo", 1), ("foo", 2)]
+    request = in_flight(driver)
+    assert request.api is ClassicApi.JOIN and owned_in_join(request) == {}
+
+
+def _lead_with(driver: Driver, *, held_back: bool) -> int:
+    """Join as the leader and sync {foo: [0]}; returns how many heartbeat intervals pass until
+    a JoinGroup goes (0: none within twice the rebalance timeout)."""
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    answer(driver, member_id="m-1", generation=1, protocol_name="cooperative-sticky", leader_id="m-1")
+    answer(driver, assignment=by_id({"foo": [0]}), held_back=held_back)
+    driver.settle()
+    acknowledge(driver)
+    for step in range(1, 2 * driver.core.config.rebalance_timeout_ms // INTERVAL):
+        driver.advance(INTERVAL)
+        driver.send(Poll())  # the application polls: no poll-interval overrun
+        pending = driver.pending(SendClassicRequest)
+        if pending and pending[0].api is ClassicApi.JOIN:
+            return step
+        if pending:
+            answer(driver)
+    return 0
+
+
+def test_a_leader_rebalances_when_partitions_it_held_back_stay_with_nobody() -> None:
+    """Simulation seed 1220779: the cooperative leader held back partitions an old incarnation of
+    a static member reported owning; the new incarnation took over its assignment without a
+    rebalance, owned nothing to revoke and never rejoined: the partitions stayed with nobody."""
+    steps = _lead_with(classic(cooperative=True, rebalance_timeout_ms=20_000), held_back=True)
+    assert 20 <= steps <= 22  # a rebalance timeout after the sync
+    assert _lead_with(classic(cooperative=True, rebalance_timeout_ms=20_000), held_back=False) == 0
 
 
 def test_illegal_generation_loses_the_partitions_and_rejoins_with_the_same_id() -> None:

@@ -60,5 +60,5 @@ def test_the_simulated_application_drives_the_shipped_application_core() -> None
     assert not {name: found for name, found in builders.items() if found}
     assert "ApplicationCore" in _called_names(SIM / "app.py")
     client = SIM.parent.parent / "client"
-    assert "ApplicationCore" in _called_names(client / "consumer.py")
+    assert "ApplicationCore" in _called_names(client / "engine.py")  # what Consumer and AIOConsumer drive
     assert not (client / "app_thread.py").exists()

@@ -23,6 +23,7 @@ The conversation has three phases, in one table (`ALLOWED_PREDECESSORS`):
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -75,6 +76,8 @@ _HEARTBEAT_ACTS_ON = COORDINATOR_ERRORS | {
 }
 #: The protocol type of consumer groups in JoinGroup.
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+log = logging.getLogger("kconsumer")
 
 
 class ClassicPhase(enum.Enum):
@@ -137,7 +140,12 @@ class ClassicExchange:
         #: it owns of its subscribed topics then (cooperative only).
         self._keep: frozenset[tuple[Uuid, int]] | None = frozenset()
         self._joined_with: frozenset[TopicIdPartition] = frozenset()
-        self._release_asked = False
+        #: What the member was asked to keep when it was asked to release the rest before
+        #: joining (None: not asked).
+        self._release_asked: frozenset[tuple[Uuid, int]] | None = None
+        #: As the leader: since when (None: not yet seen) the generation whose assignment held
+        #: partitions back (`held_back`) is still the group's, when it did.
+        self._held_back: tuple[int, int | None] | None = None
         self._protocol = ""
         self._members: tuple[ClassicMember, ...] = ()
         self._in_flight: ClassicApi | None = None
@@ -162,7 +170,7 @@ class ClassicExchange:
     def _rejoin(self, keep: frozenset[tuple[Uuid, int]] | None = None) -> None:
         """Back to JOIN, keeping `keep` at most (None: what it owns then); eager: nothing."""
         self._keep = keep if self._settings.cooperative else frozenset()
-        self._release_asked = False
+        self._release_asked = None
         self._to(P.JOIN)
 
     # -- the core's questions -------------------------------------------------------------------
@@ -171,7 +179,7 @@ class ClassicExchange:
     def urgent(self) -> bool:
         """Joining and syncing go at once (not while the member revokes before joining), and so
         does the request after a change."""
-        return (self.phase is not P.STABLE and not self._release_asked) or self._changed
+        return (self.phase is not P.STABLE and self._release_asked is None) or self._changed
 
     @urgent.setter
     def urgent(self, value: bool) -> None:
@@ -202,11 +210,13 @@ class ClassicExchange:
         if self.phase is P.JOIN:
             keep = self._may_keep(owned, subscription)
             if not {tp.key for tp in owned} <= keep:
-                if self._release_asked:  # revoking: heartbeats keep the session meanwhile
+                if self._release_asked == keep:  # revoking: heartbeats keep the session meanwhile
                     return self._sent(now_ms, ClassicApi.HEARTBEAT, self._heartbeat_request())
-                self._release_asked = True
+                # Asked again when what it may keep changed meanwhile (a new subscription while
+                # it released what the last assignment took away).
+                self._release_asked = keep
                 return ReleaseBeforeJoin(_by_topic_id(tp for tp in owned if tp.key in keep))
-            self._release_asked = False
+            self._release_asked = None
             self.announced = subscription
             self._joined_with = owned
             self._ids_at_join = {name: tid for tid, name in self._names.items()}
@@ -351,6 +361,7 @@ class ClassicExchange:
         return None  # the SyncGroup goes next
 
     def _synced(self, event: ClassicResponseReceived) -> ClassicAccepted:
+        self._held_back = (self.generation, None) if event.held_back else None
         target = {tid: sorted(parts) for tid, parts in (event.assignment or {}).items() if parts}
         recreated = self._recreated_since_join(target)
         target = {tid: parts for tid, parts in target.items() if tid not in recreated}
@@ -395,7 +406,9 @@ class ClassicExchange:
     # -- metadata -------------------------------------------------------------------------------
 
     def timers(self, now_ms: int, subscription: Subscription | None) -> list[RefreshMetadata]:
-        """Re-read the subscribed topics' metadata every ``metadata_refresh_ms`` in the group."""
+        """Re-read the subscribed topics' metadata every ``metadata_refresh_ms`` in the group;
+        as the leader, rebalance when partitions it held back stay unassigned (`_check_held_back`)."""
+        self._check_held_back(now_ms)
         if subscription is None or subscription.is_empty:
             self._refreshed_at = None
             return []
@@ -411,6 +424,28 @@ class ClassicExchange:
         if subscription.pattern is not None:
             return [RefreshMetadata(topic_names=())]
         return [RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics) | self._led_topics())))]
+
+    def _check_held_back(self, now_ms: int) -> None:
+        """A cooperative leader holds back what a member reports owning and the assignment moves
+        (KIP-429): the owner revokes it and rejoins, and the next rebalance hands it over. An
+        owner that never does leaves it with nobody: a static member restarted meanwhile (its
+        new incarnation owns nothing, and took over the old one's assignment without a
+        rebalance), or a member that left. Still in that generation a rebalance timeout later,
+        the leader rejoins itself: Kafka's consumers wait for the next rebalance instead."""
+        if self._held_back is None:
+            return
+        generation, since = self._held_back
+        if self.phase is not P.STABLE or generation != self.generation:
+            self._held_back = None
+        elif since is None:
+            self._held_back = (generation, now_ms)
+        elif now_ms >= since + self._config.rebalance_timeout_ms:
+            log.info(
+                "classic group leader: partitions held back at generation %d were not released: rebalancing",
+                generation,
+            )
+            self._held_back = None
+            self._rejoin(None)
 
     def next_refresh(self, in_group: bool) -> int | None:
         """When `timers` refreshes next (None: not in the group)."""
@@ -446,7 +481,7 @@ class ClassicExchange:
     def full_next(self) -> None:
         """(Re)joining from scratch (first join, after a fence or a stale poll)."""
         self._keep = frozenset()
-        self._release_asked = False
+        self._release_asked = None
         self.phase = P.JOIN
 
     def rejected(self, now_ms: int, *, backoff: bool) -> None:

@@ -26,6 +26,7 @@ from ...assignment.classic_leader import (
     classic_spec,
     decode_assignment,
     encode_result,
+    held_back,
     subscribed_topics,
 )
 from ...errors import ErrorCode
@@ -73,17 +74,24 @@ class StrategyRuns:
         #: SyncGroup answer; then what that answer gave, while the group's assignment is checked.
         self.skipped: tuple[ClassicMember, ...] | None = None
         self.checks: dict[int, tuple[Mapping[str, list[int]], bytes, tuple[ClassicMember, ...]]] = {}
+        #: The leader's SyncGroup requests whose assignment held partitions back (`held_back`).
+        self.held_back: set[int] = set()
 
     def assign(self, core_id: int, effect: SendClassicRequest, cluster: ClusterView) -> ClassicStep:
         """The leader's SyncGroup for `effect`, or the run of the strategy that computes it."""
         members = _joined(effect.members)
-        if effect.strategy not in self._settings.local_strategies:
-            return _sync(
-                core_id, effect, classic_assignments(effect.strategy, members, cluster.partition_counts)
-            )
         spec = classic_spec(members, cluster.partition_counts, effect.strategy)
+        if effect.strategy not in self._settings.local_strategies:
+            assignments = classic_assignments(effect.strategy, members, cluster.partition_counts)
+            return self._sync(core_id, effect, spec, assignments)
         self._runs[core_id] = (effect, spec)
         return ClassicStep(effects=[RunAssignor(core_id, effect.strategy, spec)])
+
+    def synced(self, core_id: int) -> bool:
+        """The SyncGroup `core_id` was answered: whether its assignment held partitions back."""
+        held = core_id in self.held_back
+        self.held_back.discard(core_id)
+        return held
 
     def assigned(self, event: ev.AssignorFinished) -> ClassicStep:
         """The application's strategy returned (or raised): the SyncGroup, or the error."""
@@ -103,7 +111,14 @@ class StrategyRuns:
             # The failed SyncGroup makes the member rejoin, after a backoff (a retriable error).
             again = ev.HeartbeatFailed(event.run_id, ErrorCode.REBALANCE_IN_PROGRESS)
             return ClassicStep(events=[again], effects=[ReportError(failure, fatal=False)])
-        return _sync(event.run_id, effect, assignments)
+        return self._sync(event.run_id, effect, spec, assignments)
+
+    def _sync(
+        self, core_id: int, effect: SendClassicRequest, spec: AssignmentSpec, assignments: Mapping[str, bytes]
+    ) -> ClassicStep:
+        if held_back(spec, assignments):
+            self.held_back.add(core_id)
+        return _sync(core_id, effect, assignments)
 
 
 def start(effect: SendClassicRequest) -> ClassicStep:
@@ -139,7 +154,7 @@ def metadata_learnt(
             return ClassicStep(
                 events=[ev.ClassicResponseReceived(purpose.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
-    return _synced(purpose.core_id, purpose.names, cluster, purpose.user_data)
+    return _synced(purpose.core_id, purpose.names, cluster, purpose.user_data, runs)
 
 
 def _sync(core_id: int, effect: SendClassicRequest, assignments: Mapping[str, bytes]) -> ClassicStep:
@@ -190,11 +205,12 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
             describe = DescribeGroupsRequest(groups=[call.request.group_id])
             return ClassicStep(to_coordinator=[ClassicCall(call.core_id, ClassicApi.DESCRIBE, describe)])
         if not names:
-            return _synced(call.core_id, names, cluster, data)
+            return _synced(call.core_id, names, cluster, data, runs)
         # Fresh ids for the names: a topic deleted and created again under its name has a new id.
         topics = tuple(sorted(names))
         purpose = ForClassic(call.core_id, names=names, user_data=data)
         return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
+    runs.synced(call.core_id)
     return ClassicStep(events=[ev.ClassicResponseReceived(call.core_id, code)])
 
 
@@ -225,12 +241,14 @@ def _described(
         log.info("classic group leader: DescribeGroups failed (%s): not checked", group and group.error_code)
     topics = tuple(sorted(set(names) | (check[0] if check else frozenset())))
     if not topics:
-        return _synced(core_id, names, cluster, data)
+        return _synced(core_id, names, cluster, data, runs)
     purpose = ForClassic(core_id, names=names, user_data=data, check=check)
     return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
 
 
-def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, data: bytes) -> ClassicStep:
+def _synced(
+    core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, data: bytes, runs: StrategyRuns
+) -> ClassicStep:
     assignment: dict[Uuid, tuple[int, ...]] = {}
     for name, partitions in names.items():
         topic_id = cluster.topic_ids.get(name)
@@ -243,7 +261,9 @@ def _synced(core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, 
     return ClassicStep(
         events=[
             ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),
-            ev.ClassicResponseReceived(core_id, assignment=assignment, user_data=data),
+            ev.ClassicResponseReceived(
+                core_id, assignment=assignment, user_data=data, held_back=runs.synced(core_id)
+            ),
         ]
     )
 

@@ -119,6 +119,9 @@ class ClassicResponseReceived(Event):
     user_data: bytes = b""
     #: JoinGroup v9: a static leader rejoined without a rebalance and keeps the assignment.
     skip_assignment: bool = False
+    #: SyncGroup of the leader: its assignment held back partitions a member reports owning
+    #: (cooperative), for the rebalance their owner starts once it revoked them.
+    held_back: bool = False
 
 
 @dataclass(frozen=True)
