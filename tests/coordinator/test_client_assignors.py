@@ -376,6 +376,21 @@ def test_install_succeeds(d: Any) -> None:
     assert install(d, "A", 3, {"A": {"foo": [0, 1, 2, 3]}}).response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
+def test_an_install_naming_a_static_member_replaced_since_the_prepare_assigns_its_replacement(d: Any) -> None:
+    """Simulation seed 1230916: the partitions installed for a static member's old incarnation
+    stayed with that gone member id, the new incarnation (no new group epoch) got nothing."""
+    join(d, "A", ca(data=b"a"))
+    join(d, "B", ca(data=b"b"), instance_id="iB")
+    assert chosen(d) == "A"
+    epoch = prepare(d, "A").response.group_epoch
+    assert raw(d, "B", -2, instance_id="iB").response.error_code == 0  # B leaves for a while
+    join(d, "B2", ca(data=b"b"), instance_id="iB")  # its next incarnation takes its place
+    assert d.coordinator.group("g").group_epoch == epoch
+    result = install(d, "A", epoch, {"A": {"foo": [0, 1]}, "B": {"foo": [2, 3]}})
+    assert result.response.error_code == 0
+    assert d.target("B2") == {"foo": [2, 3]} and d.target("A") == {"foo": [0, 1]}
+
+
 # -- ConsumerGroupInstallAssignment: validation rules --------------------------------------------
 
 

@@ -164,6 +164,8 @@ def prepare(
                 topic_id=topic_id, topic_name=meta.name, num_partitions=meta.num_partitions
             )
         spec = member.metadata.client_assignor(run.assignor)
+        if member.metadata.instance_id is not None:
+            run.instances[member_id] = member.metadata.instance_id
         members.append(
             PreparedMember(
                 member_id=member_id,
@@ -211,7 +213,7 @@ def install(ctx: Context, request: ConsumerGroupInstallAssignmentRequest) -> Non
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, str(exc)) from None
     targets: dict[str, TargetMember] = {}
     for entry in request.members:
-        targets[entry.member_id] = TargetMember(
+        targets[_current_id(group, run, entry.member_id)] = TargetMember(
             assignments[entry.member_id],
             AssignorOutput(request.error, entry.metadata_version, entry.metadata_bytes),
         )
@@ -229,6 +231,17 @@ def install(ctx: Context, request: ConsumerGroupInstallAssignmentRequest) -> Non
     else:
         del ctx.client_runs[group.group_id]
         ctx.timers.cancel(client_assignment_timer(group.group_id))
+
+
+def _current_id(group: ConsumerGroup, run: ClientAssignmentRun, member_id: str) -> str:
+    """The member an install's entry for `member_id` is for now: a static member replaced since
+    the prepare (by its next incarnation, which takes over its assignment without a new group
+    epoch) is its replacement; otherwise `member_id` itself."""
+    instance = run.instances.get(member_id)
+    if member_id in group.members or instance is None:
+        return member_id
+    replacement = group.member_by_instance(instance)
+    return member_id if replacement is None else replacement.member_id
 
 
 def to_topic_partitions(items: Iterable[tuple[Uuid, Iterable[int]]]) -> list[TopicPartitions]:

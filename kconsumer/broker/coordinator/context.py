@@ -31,6 +31,9 @@ class ClientAssignmentRun:
     #: The group as each ConsumerGroupPrepareAssignment response described it, by group epoch, to
     #: validate the matching install (docs/assignor-protocol.md §4: against the state of GroupEpoch).
     prepared: dict[int, GroupSnapshot[Uuid]] = field(default_factory=dict)
+    #: The instance id of each static member a prepare listed: an install that names a static
+    #: member replaced since (same instance id, new member id) gives its part to the replacement.
+    instances: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -107,7 +107,10 @@ class SimCallbacks:
 
     def on_assign(self, consumer: object, partitions: list[TopicPartition]) -> RunningCallback:
         app = self._app
-        keys = tuple(tp.key for tp in app.core.state.assigning.values())
+        assigning = tuple(app.core.state.assigning.values())
+        for tp in assigning:
+            app.forget_pending((tp.topic, tp.partition))
+        keys = tuple(tp.key for tp in assigning)
         app.hold(keys)
         return RunningCallback(CallbackKind.ASSIGNED, keys, app.callback_latency())
 
@@ -210,10 +213,7 @@ class SimApp:
                 offset = 0
             elif offset == RESET_LATEST:
                 offset = self.world.topics.hw.get(tp.key, 0)
-            # What the application processed of an earlier ownership is not committed now: the
-            # commit API names partitions, and a recreated topic's partition has the same name.
-            for key in [k for k, o in self.pending.items() if (o.partition.topic, k[1]) == name_key]:
-                del self.pending[key]
+            self.forget_pending(name_key)
             self.fetching[tp.key] = Fetch(tp, offset)
             self._fetched_as[name_key] = tp.key
             self.hold((tp.key,))
@@ -225,6 +225,14 @@ class SimApp:
             self._stop_fetching((tp.topic, tp.partition))
         if not self.params.callbacks:
             self.release(tuple(tp.key for tp in partitions))
+
+    def forget_pending(self, name_key: NameKey) -> None:
+        """What the application processed of a partition in an earlier ownership is not committed
+        once it has the partition again (as an application resets its state in on_assign): the
+        commit API names partitions, so those offsets would land on the new ownership, and a
+        recreated topic's partition has the same name."""
+        for key in [k for k, o in self.pending.items() if (o.partition.topic, k[1]) == name_key]:
+            del self.pending[key]
 
     def learn_topics(self, topics: set[str]) -> None:
         """Metadata is always known in the simulation."""
