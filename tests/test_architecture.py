@@ -219,3 +219,18 @@ def test_the_asyncio_consumer_and_the_consumer_reach_into_each_other_nowhere() -
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom):
                 assert "aio" not in (node.module or "").split("."), path
+
+
+def test_the_member_state_and_the_classic_phase_change_only_through_their_tables() -> None:
+    """Outside `__init__`, `MemberCore._state` and `ClassicExchange.phase` are assigned only by
+    `_to`, which checks the machine's `TransitionTable`."""
+    for module, attribute in (("core.py", "_state"), ("classic_exchange.py", "phase")):
+        path = PACKAGE / "client" / "member" / module
+        for function in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(function, ast.FunctionDef) or function.name in ("__init__", "_to"):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        assigned = isinstance(target, ast.Attribute) and target.attr == attribute
+                        assert not assigned, f"{module}:{node.lineno} sets {attribute} outside _to"

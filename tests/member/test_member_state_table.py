@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from member_driver import ALL_CALLBACKS, Driver, S
 
 from kconsumer.client.member import ClientAssignor, MemberState
 from kconsumer.client.member import core as core_module
+from kconsumer.client.member.classic_exchange import PHASE_TRANSITIONS, ClassicPhase
 from kconsumer.client.member.effects import (
     CommitOffsets,
     FetchCommittedOffsets,
@@ -40,10 +42,11 @@ from kconsumer.client.member.events import (
 from kconsumer.client.member.model import CallbackKind
 from kconsumer.client.member.state import (
     ALLOWED_PREDECESSORS,
-    IllegalTransitionError,
+    MEMBER_TRANSITIONS,
     check_transition,
     is_allowed,
 )
+from kconsumer.client.member.transitions import IllegalTransitionError
 from kconsumer.errors import ErrorCode
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "member-states.md"
@@ -62,6 +65,26 @@ def test_check_transition_follows_the_table(current: MemberState, target: Member
             check_transition(current, target)
         assert current.value in str(info.value) and target.value in str(info.value)
         assert not is_allowed(current, target)
+
+
+@pytest.mark.parametrize("table", [MEMBER_TRANSITIONS, PHASE_TRANSITIONS], ids=lambda t: t.machine)
+def test_every_state_machine_changes_through_its_table(table: Any) -> None:
+    """One chokepoint for both machines: every state has a row, and a change outside the table
+    raises the same error, naming the machine."""
+    states = list(type(next(iter(table.predecessors))))
+    assert set(table.predecessors) == set(states)
+    for current in states:
+        for target in states:
+            if table.allows(current, target):
+                assert table.check(current, target) is target
+            else:
+                with pytest.raises(IllegalTransitionError, match=table.machine):
+                    table.check(current, target)
+
+
+def test_the_classic_conversation_cannot_skip_a_phase() -> None:
+    assert not PHASE_TRANSITIONS.allows(ClassicPhase.JOIN, ClassicPhase.STABLE)
+    assert PHASE_TRANSITIONS.allows(ClassicPhase.STABLE, ClassicPhase.JOIN)
 
 
 def test_every_state_has_a_row_and_fatal_is_terminal() -> None:

@@ -26,7 +26,8 @@ from .model import (
     TopicIdPartition,
 )
 from .session import MemberSession
-from .state import ALLOWED_PREDECESSORS, IllegalTransitionError, MemberState, check_transition
+from .state import ALLOWED_PREDECESSORS, MemberState, check_transition
+from .transitions import IllegalTransitionError
 
 __all__ = [
     "ALLOWED_PREDECESSORS",

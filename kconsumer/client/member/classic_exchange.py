@@ -63,6 +63,7 @@ from .model import (
     TopicIdPartition,
 )
 from .schedule import HeartbeatSchedule
+from .transitions import TransitionTable
 
 #: What a waiting JoinGroup or SyncGroup is given on top of the rebalance timeout.
 _JOIN_GRACE_MS = 5_000
@@ -96,6 +97,8 @@ ALLOWED_PREDECESSORS: Mapping[ClassicPhase, frozenset[ClassicPhase]] = {
     P.SYNC: frozenset({P.JOIN}),
     P.STABLE: frozenset({P.SYNC}),
 }
+#: The conversation's table: every change of phase goes through it (`_to`).
+PHASE_TRANSITIONS = TransitionTable("classic phase", ALLOWED_PREDECESSORS)
 
 
 @dataclass(frozen=True)
@@ -163,9 +166,7 @@ class ClassicExchange:
     # -- the phase ------------------------------------------------------------------------------
 
     def _to(self, phase: ClassicPhase) -> None:
-        if phase is not self.phase and self.phase not in ALLOWED_PREDECESSORS[phase]:
-            raise AssertionError(f"classic phase {self.phase.value} -> {phase.value} is not allowed")
-        self.phase = phase
+        self.phase = PHASE_TRANSITIONS.check(self.phase, phase)
 
     def _rejoin(self, keep: frozenset[tuple[Uuid, int]] | None = None) -> None:
         """Back to JOIN, keeping `keep` at most (None: what it owns then); eager: nothing."""
@@ -482,7 +483,7 @@ class ClassicExchange:
         """(Re)joining from scratch (first join, after a fence or a stale poll)."""
         self._keep = frozenset()
         self._release_asked = None
-        self.phase = P.JOIN
+        self._to(P.JOIN)
 
     def rejected(self, now_ms: int, *, backoff: bool) -> None:
         """After a rejection: back off (unless fenced: rejoin at once)."""

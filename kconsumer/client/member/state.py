@@ -12,7 +12,7 @@ import enum
 import logging
 from collections.abc import Mapping
 
-from ...errors import KConsumerError
+from .transitions import TransitionTable
 
 log = logging.getLogger("kconsumer")
 
@@ -66,29 +66,18 @@ IN_GROUP: frozenset[MemberState] = frozenset({S.JOINING, S.RECONCILING, S.ACKNOW
 HEARTBEATING: frozenset[MemberState] = IN_GROUP | {S.PREPARE_LEAVING, S.LEAVING}
 
 
-class IllegalTransitionError(KConsumerError, RuntimeError):
-    """A state change the table does not allow: a bug in the member core or in its driver."""
-
-    def __init__(self, current: MemberState, target: MemberState) -> None:
-        self.current = current
-        self.target = target
-        allowed = ", ".join(sorted(s.value for s in ALLOWED_PREDECESSORS[target])) or "none"
-        super().__init__(
-            f"illegal member state transition {current.value} -> {target.value} "
-            f"({target.value} may only follow: {allowed})"
-        )
+#: The member state machine's table: every change of `MemberState` goes through it.
+MEMBER_TRANSITIONS = TransitionTable("member state", ALLOWED_PREDECESSORS)
 
 
 def is_allowed(current: MemberState, target: MemberState) -> bool:
     """True when the member may go from `current` to `target` (same state included)."""
-    return current is target or current in ALLOWED_PREDECESSORS[target]
+    return MEMBER_TRANSITIONS.allows(current, target)
 
 
 def check_transition(current: MemberState, target: MemberState) -> MemberState:
     """Return `target` if the table allows ``current -> target``; raise `IllegalTransitionError` if not."""
-    if not is_allowed(current, target):
-        raise IllegalTransitionError(current, target)
-    return target
+    return MEMBER_TRANSITIONS.check(current, target)
 
 
 def log_transition(group: str, member: str, before: MemberState, after: MemberState, epoch: int) -> None:
