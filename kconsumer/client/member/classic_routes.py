@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from ...assignment.assignor import AssignmentSpec, AssignorFailedError
 from ...assignment.classic_leader import (
@@ -41,23 +40,13 @@ from ...protocol.messages.classic_group import (
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
 from . import events as ev
-from .calls import AnyBrokerCall, Call, ClassicCall, ForClassic, MetadataCall
+from .calls import ClassicCall, ForClassic, MetadataCall
 from .cluster import ClusterView
-from .effects import ClassicApi, Effect, ReportError, RunAssignor, SendClassicRequest
+from .effects import ClassicApi, ReportError, RunAssignor, SendClassicRequest
 from .model import ClassicMember, ClassicSettings
+from .steps import SessionStep
 
 log = logging.getLogger("kconsumer")
-
-
-@dataclass
-class ClassicStep:
-    """What the session does next: requests, and events for the core (in order)."""
-
-    to_coordinator: list[Call] = field(default_factory=list)
-    to_any: list[AnyBrokerCall] = field(default_factory=list)
-    events: list[ev.Event] = field(default_factory=list)
-    #: For the driver: the application's strategy to run, an error to report.
-    effects: list[Effect] = field(default_factory=list)
 
 
 class StrategyRuns:
@@ -77,7 +66,7 @@ class StrategyRuns:
         #: The leader's SyncGroup requests whose assignment held partitions back (`held_back`).
         self.held_back: set[int] = set()
 
-    def assign(self, core_id: int, effect: SendClassicRequest, cluster: ClusterView) -> ClassicStep:
+    def assign(self, core_id: int, effect: SendClassicRequest, cluster: ClusterView) -> SessionStep:
         """The leader's SyncGroup for `effect`, or the run of the strategy that computes it."""
         members = _joined(effect.members)
         spec = classic_spec(members, cluster.partition_counts, effect.strategy)
@@ -85,7 +74,7 @@ class StrategyRuns:
             assignments = classic_assignments(effect.strategy, members, cluster.partition_counts)
             return self._sync(core_id, effect, spec, assignments)
         self._runs[core_id] = (effect, spec)
-        return ClassicStep(effects=[RunAssignor(core_id, effect.strategy, spec)])
+        return SessionStep(effects=[RunAssignor(core_id, effect.strategy, spec)])
 
     def synced(self, core_id: int) -> bool:
         """The SyncGroup `core_id` was answered: whether its assignment held partitions back."""
@@ -93,11 +82,11 @@ class StrategyRuns:
         self.held_back.discard(core_id)
         return held
 
-    def assigned(self, event: ev.AssignorFinished) -> ClassicStep:
+    def assigned(self, event: ev.AssignorFinished) -> SessionStep:
         """The application's strategy returned (or raised): the SyncGroup, or the error."""
         run = self._runs.pop(event.run_id, None)
         if run is None:
-            return ClassicStep()
+            return SessionStep()
         effect, spec = run
         try:
             if event.error is not None:
@@ -110,39 +99,39 @@ class StrategyRuns:
             log.error("classic group leader: %s; joining again", failure)
             # The failed SyncGroup makes the member rejoin, after a backoff (a retriable error).
             again = ev.HeartbeatFailed(event.run_id, ErrorCode.REBALANCE_IN_PROGRESS)
-            return ClassicStep(events=[again], effects=[ReportError(failure, fatal=False)])
+            return SessionStep(events=[again], effects=[ReportError(failure, fatal=False)])
         return self._sync(event.run_id, effect, spec, assignments)
 
     def _sync(
         self, core_id: int, effect: SendClassicRequest, spec: AssignmentSpec, assignments: Mapping[str, bytes]
-    ) -> ClassicStep:
+    ) -> SessionStep:
         if held_back(spec, assignments):
             self.held_back.add(core_id)
         return _sync(core_id, effect, assignments)
 
 
-def start(effect: SendClassicRequest) -> ClassicStep:
+def start(effect: SendClassicRequest) -> SessionStep:
     """Carry out `effect`."""
     if effect.request is None:  # a static member's leave: nothing to send
-        return ClassicStep(events=[ev.ClassicResponseReceived(effect.request_id)])
+        return SessionStep(events=[ev.ClassicResponseReceived(effect.request_id)])
     if effect.api is ClassicApi.SYNC and effect.members:
         topics = tuple(sorted(subscribed_topics(_joined(effect.members))))
         metadata = MetadataCall(topics, None, ForClassic(effect.request_id, effect=effect))
-        return ClassicStep(to_any=[metadata])
+        return SessionStep(to_any=[metadata])
     call = ClassicCall(effect.request_id, effect.api, effect.request, effect.timeout_ms)
-    return ClassicStep(to_coordinator=[call])
+    return SessionStep(to_coordinator=[call])
 
 
 def metadata_learnt(
     purpose: ForClassic, cluster: ClusterView, runs: StrategyRuns, failed: bool = False
-) -> ClassicStep:
+) -> SessionStep:
     """The Metadata `purpose` asked for arrived, or failed: the leader then assigns with the
     partition counts it knows, but assigned names are only turned into topic ids with fresh
     metadata (a topic created again under its name has a new id; an old one would never be
     found again), so that request is sent again."""
     effect = purpose.effect
     if failed and effect is None:
-        return ClassicStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
+        return SessionStep(to_any=[MetadataCall(tuple(sorted(purpose.names)), None, purpose)])
     if effect is not None:  # the leader assigns with these counts: the exchange keeps them
         step = runs.assign(purpose.core_id, effect, cluster)
         step.events.insert(0, ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
@@ -151,13 +140,13 @@ def metadata_learnt(
         missing = unassigned(purpose.check, cluster.partition_counts)
         if missing:
             log.info("classic group leader: partitions %s are assigned to nobody: rebalancing", missing[:10])
-            return ClassicStep(
+            return SessionStep(
                 events=[ev.ClassicResponseReceived(purpose.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
     return _synced(purpose.core_id, purpose.names, cluster, purpose.user_data, runs)
 
 
-def _sync(core_id: int, effect: SendClassicRequest, assignments: Mapping[str, bytes]) -> ClassicStep:
+def _sync(core_id: int, effect: SendClassicRequest, assignments: Mapping[str, bytes]) -> SessionStep:
     assert isinstance(effect.request, SyncGroupRequest)
     request = effect.request.replace(
         assignments=[
@@ -165,10 +154,10 @@ def _sync(core_id: int, effect: SendClassicRequest, assignments: Mapping[str, by
             for member_id, data in assignments.items()
         ]
     )
-    return ClassicStep(to_coordinator=[ClassicCall(core_id, ClassicApi.SYNC, request, effect.timeout_ms)])
+    return SessionStep(to_coordinator=[ClassicCall(core_id, ClassicApi.SYNC, request, effect.timeout_ms)])
 
 
-def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: StrategyRuns) -> ClassicStep:
+def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: StrategyRuns) -> SessionStep:
     """The coordinator answered `call`."""
     code = ErrorCode.of(getattr(response, "error_code", 0))
     if isinstance(response, JoinGroupResponse):
@@ -186,7 +175,7 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
             members=members,
             skip_assignment=response.skip_assignment,
         )
-        return ClassicStep(events=[event])
+        return SessionStep(events=[event])
     if isinstance(response, DescribeGroupsResponse):
         return _described(call.core_id, response, cluster, runs)
     if isinstance(response, SyncGroupResponse) and code is ErrorCode.NONE:
@@ -194,7 +183,7 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
             names, data = decode_assignment(response.assignment)
         except Exception as exc:
             log.warning("the group leader's assignment does not decode (%s): rejoining", exc)
-            return ClassicStep(
+            return SessionStep(
                 events=[ev.ClassicResponseReceived(call.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
         skipped, runs.skipped = runs.skipped, None
@@ -203,15 +192,15 @@ def answered(call: ClassicCall, response: Message, cluster: ClusterView, runs: S
             # (partitions created while no leader watched)? DescribeGroups has every member's.
             runs.checks[call.core_id] = (names, data, skipped)
             describe = DescribeGroupsRequest(groups=[call.request.group_id])
-            return ClassicStep(to_coordinator=[ClassicCall(call.core_id, ClassicApi.DESCRIBE, describe)])
+            return SessionStep(to_coordinator=[ClassicCall(call.core_id, ClassicApi.DESCRIBE, describe)])
         if not names:
             return _synced(call.core_id, names, cluster, data, runs)
         # Fresh ids for the names: a topic deleted and created again under its name has a new id.
         topics = tuple(sorted(names))
         purpose = ForClassic(call.core_id, names=names, user_data=data)
-        return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
+        return SessionStep(to_any=[MetadataCall(topics, None, purpose)])
     runs.synced(call.core_id)
-    return ClassicStep(events=[ev.ClassicResponseReceived(call.core_id, code)])
+    return SessionStep(events=[ev.ClassicResponseReceived(call.core_id, code)])
 
 
 def unassigned(
@@ -224,7 +213,7 @@ def unassigned(
 
 def _described(
     core_id: int, response: DescribeGroupsResponse, cluster: ClusterView, runs: StrategyRuns
-) -> ClassicStep:
+) -> SessionStep:
     """The group's members and assignments: fresh metadata for the members' topics next."""
     names, data, members = runs.checks.pop(core_id)
     group = response.groups[0] if response.groups else None
@@ -243,12 +232,12 @@ def _described(
     if not topics:
         return _synced(core_id, names, cluster, data, runs)
     purpose = ForClassic(core_id, names=names, user_data=data, check=check)
-    return ClassicStep(to_any=[MetadataCall(topics, None, purpose)])
+    return SessionStep(to_any=[MetadataCall(topics, None, purpose)])
 
 
 def _synced(
     core_id: int, names: Mapping[str, list[int]], cluster: ClusterView, data: bytes, runs: StrategyRuns
-) -> ClassicStep:
+) -> SessionStep:
     assignment: dict[Uuid, tuple[int, ...]] = {}
     for name, partitions in names.items():
         topic_id = cluster.topic_ids.get(name)
@@ -258,7 +247,7 @@ def _synced(
         # A topic created again under its name may have fewer partitions than the one assigned.
         count = cluster.partition_counts.get(name, 0)
         assignment[topic_id] = tuple(p for p in partitions if p < count)
-    return ClassicStep(
+    return SessionStep(
         events=[
             ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),
             ev.ClassicResponseReceived(
@@ -272,4 +261,4 @@ def _joined(members: tuple[ClassicMember, ...]) -> list[tuple[str, str | None, b
     return [(m.member_id, m.instance_id, m.metadata) for m in members]
 
 
-__all__ = ["ClassicStep", "StrategyRuns", "answered", "metadata_learnt", "start", "unassigned"]
+__all__ = ["SessionStep", "StrategyRuns", "answered", "metadata_learnt", "start", "unassigned"]

@@ -40,9 +40,10 @@ from ...protocol.messages.extensions import (
     InstalledMember,
 )
 from ...protocol.uuid import Uuid
-from .calls import Call, ForAssignment, InstallCall, MetadataCall, PrepareCall
+from .calls import ForAssignment, InstallCall, MetadataCall, PrepareCall
 from .effects import ReportError, RunAssignor
 from .events import ClientAssignmentResult
+from .steps import SessionStep
 
 log = logging.getLogger("kconsumer")
 
@@ -53,17 +54,6 @@ class _Run:
     epoch: int
     response: ConsumerGroupPrepareAssignmentResponse | None = None
     prepared: Prepared | None = None
-
-
-@dataclass(frozen=True)
-class Step:
-    """What the computation does next: a request, an assignor run, or its end (`result`), maybe
-    with an error to report to the application."""
-
-    call: Call | None = None
-    run: RunAssignor | None = None
-    result: ClientAssignmentResult | None = None
-    report: ReportError | None = None
 
 
 class ClientAssignment:
@@ -78,7 +68,7 @@ class ClientAssignment:
         #: The assignor the group uses, as far as this member knows (its last PrepareAssignment).
         self.selected: str = assignor_names[0] if assignor_names else ""
 
-    def start(self, member_epoch: int) -> Step:
+    def start(self, member_epoch: int) -> SessionStep:
         """A computation asked at `member_epoch`: Prepare."""
         self._next_run += 1
         run = _Run(self._next_run, member_epoch)
@@ -86,13 +76,13 @@ class ClientAssignment:
         request = ConsumerGroupPrepareAssignmentRequest(
             group_id=self._group_id, member_id=self._member_id, member_epoch=member_epoch
         )
-        return Step(call=PrepareCall(run.run_id, request))
+        return SessionStep(to_coordinator=[PrepareCall(run.run_id, request)])
 
-    def on_prepared(self, run_id: int, response: object, known: Mapping[Uuid, str]) -> Step:
+    def on_prepared(self, run_id: int, response: object, known: Mapping[Uuid, str]) -> SessionStep:
         """Prepare answered: end on an error, else name the topics or run the assignor."""
         run = self._runs.get(run_id)
         if run is None:
-            return Step()
+            return SessionStep()
         assert isinstance(response, ConsumerGroupPrepareAssignmentResponse)
         if response.error_code:
             return self._end(run, ErrorCode.of(response.error_code), response.error_message)
@@ -103,26 +93,26 @@ class ClientAssignment:
         run.response = response
         missing = unknown_topic_ids(response, known)
         if missing:
-            return Step(call=MetadataCall(None, tuple(missing), ForAssignment(run_id)))
+            return SessionStep(to_any=[MetadataCall(None, tuple(missing), ForAssignment(run_id))])
         return self.on_names(run_id, known)
 
-    def on_names(self, run_id: int, known: Mapping[Uuid, str]) -> Step:
+    def on_names(self, run_id: int, known: Mapping[Uuid, str]) -> SessionStep:
         """The names are as known as they will be: run the assignor."""
         run = self._runs.get(run_id)
         if run is None or run.response is None:
-            return Step()
+            return SessionStep()
         try:
             run.prepared = build_spec(self._group_id, run.response, known)
         except Exception as exc:  # a response the spec cannot be built from: report it, do not hang
             log.exception("group %s: the client-side assignment failed", self._group_id)
             return self._end(run, ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
-        return Step(run=RunAssignor(run_id, run.response.assignor_name, run.prepared.spec))
+        return SessionStep(effects=[RunAssignor(run_id, run.response.assignor_name, run.prepared.spec)])
 
-    def on_assigned(self, run_id: int, result: object, error: BaseException | None) -> Step:
+    def on_assigned(self, run_id: int, result: object, error: BaseException | None) -> SessionStep:
         """The assignor returned (or raised): install its result, or the previous target."""
         run = self._runs.get(run_id)
         if run is None or run.prepared is None:
-            return Step()
+            return SessionStep()
         prepared = run.prepared
         name = prepared.spec.assignor_name
         failure: AssignorFailedError | None = None
@@ -153,13 +143,15 @@ class ClientAssignment:
             error=code,
             members=members,
         )
-        return Step(call=InstallCall(run_id, install), report=report)
+        return SessionStep(
+            to_coordinator=[InstallCall(run_id, install)], effects=[] if report is None else [report]
+        )
 
-    def on_installed(self, run_id: int, response: object) -> Step:
+    def on_installed(self, run_id: int, response: object) -> SessionStep:
         """Install answered: the computation ends with its outcome."""
         run = self._runs.get(run_id)
         if run is None or run.prepared is None:
-            return Step()
+            return SessionStep()
         assert isinstance(response, ConsumerGroupInstallAssignmentResponse)
         code = ErrorCode.of(response.error_code)
         message = name_topic_ids(response.error_message, run.prepared.names)
@@ -174,13 +166,16 @@ class ClientAssignment:
             log.warning("group %s: InstallAssignment failed with %s: %s", self._group_id, code.name, message)
         return self._end(run, code, message)
 
-    def on_failed(self, run_id: int, code: ErrorCode, message: str | None) -> Step:
+    def on_failed(self, run_id: int, code: ErrorCode, message: str | None) -> SessionStep:
         """A request of the computation got no answer: it ends with that code."""
         run = self._runs.get(run_id)
-        return Step() if run is None else self._end(run, code, message)
+        return SessionStep() if run is None else self._end(run, code, message)
 
     def _end(
         self, run: _Run, code: ErrorCode, message: str | None, report: ReportError | None = None
-    ) -> Step:
+    ) -> SessionStep:
         del self._runs[run.run_id]
-        return Step(result=ClientAssignmentResult(run.epoch, code, message), report=report)
+        return SessionStep(
+            events=[ClientAssignmentResult(run.epoch, code, message)],
+            effects=[] if report is None else [report],
+        )

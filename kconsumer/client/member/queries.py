@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 from ...errors import ErrorCode, KConsumerError
 from ...protocol.uuid import ZERO_UUID
-from .calls import Call, CommitCall, ForQuery, ListOffsetsCall, MetadataCall, OffsetFetchCall
+from .calls import CommitCall, ForQuery, ListOffsetsCall, MetadataCall, OffsetFetchCall
 from .cluster import ClusterView, Key
 from .effects import AnswerQuery, Node
 from .errors import COORDINATOR_ERRORS
 from .events import CommitOffsetsQuery, CommittedOffsetsQuery, OffsetsQuery
 from .model import PartitionOffset, TopicIdPartition
+from .steps import SessionStep
 
 
 class QueryTimedOutError(KConsumerError):
@@ -46,16 +47,6 @@ class _Offsets:
     found: dict[Key, int] = field(default_factory=dict)
 
 
-@dataclass
-class Progress:
-    """What the queries need next: calls to the coordinator, calls to given nodes, answers."""
-
-    to_coordinator: list[Call] = field(default_factory=list)
-    to_nodes: list[tuple[Node, Call]] = field(default_factory=list)
-    to_any: list[Call] = field(default_factory=list)
-    answers: list[AnswerQuery] = field(default_factory=list)
-
-
 class Queries:
     """The queries in progress, by token."""
 
@@ -69,7 +60,7 @@ class Queries:
 
     def ask_group_offsets(
         self, query: CommittedOffsetsQuery | CommitOffsetsQuery, cluster: ClusterView
-    ) -> Progress:
+    ) -> SessionStep:
         """Start a committed-offsets query, or a commit outside the group."""
         self._committed[query.token] = _Committed(query)
         if isinstance(query, CommittedOffsetsQuery):
@@ -78,53 +69,53 @@ class Queries:
             topics = {o.partition.topic for o in query.offsets if o.partition.topic_id == ZERO_UUID}
         missing = sorted(topic for topic in topics if topic not in cluster.topic_ids)
         if missing:
-            return Progress(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
+            return SessionStep(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
         return self._fetch(query, cluster)
 
-    def _fetch(self, query: CommittedOffsetsQuery | CommitOffsetsQuery, cluster: ClusterView) -> Progress:
+    def _fetch(self, query: CommittedOffsetsQuery | CommitOffsetsQuery, cluster: ClusterView) -> SessionStep:
         if isinstance(query, CommitOffsetsQuery):
             offsets = tuple(_identified(o, cluster) for o in query.offsets)
             commit = CommitCall(None, self._group_id, "", -1, None, offsets, token=query.token)
-            return Progress(to_coordinator=[commit])
+            return SessionStep(to_coordinator=[commit])
         partitions = tuple(
             TopicIdPartition(cluster.topic_ids.get(topic, ZERO_UUID), topic, partition)
             for topic, partition in query.partitions
         )
         call = OffsetFetchCall(self._group_id, None, -1, partitions, token=query.token)
-        return Progress(to_coordinator=[call])
+        return SessionStep(to_coordinator=[call])
 
     def committed_result(
         self, token: int, code: ErrorCode, offsets: tuple[PartitionOffset, ...], now_ms: int
-    ) -> Progress:
+    ) -> SessionStep:
         """An OffsetFetch of query `token` answered (or failed, with `code`)."""
         return self._coordinator_result(token, code, now_ms, (code, offsets))
 
-    def commit_result(self, token: int | None, code: ErrorCode, now_ms: int) -> Progress:
+    def commit_result(self, token: int | None, code: ErrorCode, now_ms: int) -> SessionStep:
         """An OffsetCommit of query `token` answered (or failed, with `code`)."""
-        return Progress() if token is None else self._coordinator_result(token, code, now_ms, code)
+        return SessionStep() if token is None else self._coordinator_result(token, code, now_ms, code)
 
-    def _coordinator_result(self, token: int, code: ErrorCode, now_ms: int, answer: object) -> Progress:
+    def _coordinator_result(self, token: int, code: ErrorCode, now_ms: int, answer: object) -> SessionStep:
         state = self._committed.get(token)
         if state is None:
-            return Progress()
+            return SessionStep()
         retriable = code.retriable or code in COORDINATOR_ERRORS
         if retriable and now_ms + self._backoff_ms < state.query.deadline_ms:
             state.retry_at, state.last_error = now_ms + self._backoff_ms, code
-            return Progress()
+            return SessionStep()
         del self._committed[token]
-        return Progress(answers=[AnswerQuery(token, answer)])
+        return SessionStep(effects=[AnswerQuery(token, answer)])
 
     # -- offsets at timestamps ------------------------------------------------------------------
 
-    def ask_offsets(self, query: OffsetsQuery, cluster: ClusterView) -> Progress:
+    def ask_offsets(self, query: OffsetsQuery, cluster: ClusterView) -> SessionStep:
         """Start an offsets-at-timestamps query."""
         self._offsets[query.token] = _Offsets(query)
         missing = sorted({topic for topic, _p in query.timestamps if cluster.leader_of((topic, _p)) is None})
         if missing:
-            return Progress(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
+            return SessionStep(to_any=[MetadataCall(tuple(missing), None, ForQuery(query.token))])
         return self._list(query.token, cluster)
 
-    def _list(self, token: int, cluster: ClusterView) -> Progress:
+    def _list(self, token: int, cluster: ClusterView) -> SessionStep:
         state = self._offsets[token]
         by_leader: dict[Node, dict[Key, int]] = {}
         for key, timestamp in state.query.timestamps.items():
@@ -133,52 +124,52 @@ class Queries:
                 by_leader.setdefault(leader, {})[key] = timestamp
         if not by_leader:
             del self._offsets[token]
-            return Progress(answers=[AnswerQuery(token, {})])
+            return SessionStep(effects=[AnswerQuery(token, {})])
         state.waiting = len(by_leader)
         isolation = state.query.isolation_level
-        return Progress(
+        return SessionStep(
             to_nodes=[(node, ListOffsetsCall(token, keys, isolation)) for node, keys in by_leader.items()]
         )
 
-    def offsets_result(self, token: int, found: dict[Key, int]) -> Progress:
+    def offsets_result(self, token: int, found: dict[Key, int]) -> SessionStep:
         """A leader's ListOffsets answered (`found` is empty when it failed)."""
         state = self._offsets.get(token)
         if state is None:
-            return Progress()
+            return SessionStep()
         state.found.update(found)
         state.waiting -= 1
         if state.waiting > 0:
-            return Progress()
+            return SessionStep()
         del self._offsets[token]
-        return Progress(answers=[AnswerQuery(token, dict(state.found))])
+        return SessionStep(effects=[AnswerQuery(token, dict(state.found))])
 
     # -- shared ---------------------------------------------------------------------------------
 
-    def metadata_learnt(self, token: int, cluster: ClusterView) -> Progress:
+    def metadata_learnt(self, token: int, cluster: ClusterView) -> SessionStep:
         """The Metadata a query asked for came back (or failed): go on with what is known."""
         committed = self._committed.get(token)
         if committed is not None:
             return self._fetch(committed.query, cluster)
         if token in self._offsets:
             return self._list(token, cluster)
-        return Progress()
+        return SessionStep()
 
-    def timers(self, now_ms: int, cluster: ClusterView) -> Progress:
+    def timers(self, now_ms: int, cluster: ClusterView) -> SessionStep:
         """Retries whose backoff ended; queries past their deadline are answered."""
-        out = Progress()
+        out = SessionStep()
         for token, state in list(self._committed.items()):
             if now_ms >= state.query.deadline_ms:
                 del self._committed[token]
                 what = "committed offsets" if isinstance(state.query, CommittedOffsetsQuery) else "commit"
                 error = QueryTimedOutError(f"{what}: no answer in time ({state.last_error.name})")
-                out.answers.append(AnswerQuery(token, error=error))
+                out.effects.append(AnswerQuery(token, error=error))
             elif state.retry_at is not None and now_ms >= state.retry_at:
                 state.retry_at = None
                 out.to_coordinator += self._fetch(state.query, cluster).to_coordinator
         for token, offsets in list(self._offsets.items()):
             if now_ms >= offsets.query.deadline_ms:
                 del self._offsets[token]
-                out.answers.append(AnswerQuery(token, dict(offsets.found)))
+                out.effects.append(AnswerQuery(token, dict(offsets.found)))
         return out
 
     def next_deadline(self) -> int | None:

@@ -61,7 +61,7 @@ from .calls import (
     PrepareCall,
     Purpose,
 )
-from .client_assignment import ClientAssignment, Step
+from .client_assignment import ClientAssignment
 from .cluster import ClusterView
 from .core import MemberCore
 from .dispatch import Dispatched, Dispatcher
@@ -84,8 +84,9 @@ from .effects import (
 from .errors import COORDINATOR_MOVED
 from .model import CallbackKind, Ids, MemberConfig, PartitionOffset, TopicIdPartition
 from .offset_requests import commit_error, fetch_result
-from .queries import Progress, Queries
+from .queries import Queries
 from .state import MemberState, log_transition
+from .steps import SessionStep
 
 log = logging.getLogger("kconsumer")
 
@@ -176,7 +177,7 @@ class MemberSession:
                 self._to_core(item)
             else:
                 handler(self, item)
-        self._progress(self._queries.timers(now_ms, self.cluster))
+        self._carry_out(self._queries.timers(now_ms, self.cluster))
         out, self._out = self._out, []
         return out
 
@@ -254,19 +255,10 @@ class MemberSession:
             self._look_up_coordinator()
 
     def _classic(self, effect: SendClassicRequest) -> None:
-        self._classic_step(classic_routes.start(effect))
-
-    def _classic_step(self, step: classic_routes.ClassicStep) -> None:
-        for call in step.to_coordinator:
-            self._to_coordinator(call)
-        for any_call in step.to_any:
-            self._to_any(any_call)
-        for event in step.events:
-            self._feed(event)
-        self._out.extend(step.effects)
+        self._carry_out(classic_routes.start(effect))
 
     def _compute(self, effect: ComputeClientAssignment) -> None:
-        self._step(self._assignment.start(effect.member_epoch))
+        self._carry_out(self._assignment.start(effect.member_epoch))
 
     # -- application events ---------------------------------------------------------------------
 
@@ -285,18 +277,18 @@ class MemberSession:
 
     def _on_assignor_finished(self, event: ev.AssignorFinished) -> None:
         if self.config.classic is not None:  # a classic group leader's strategy
-            self._classic_step(self._strategies.assigned(event))
+            self._carry_out(self._strategies.assigned(event))
         else:
-            self._step(self._assignment.on_assigned(event.run_id, event.result, event.error))
+            self._carry_out(self._assignment.on_assigned(event.run_id, event.result, event.error))
 
     def _on_committed_query(self, event: ev.CommittedOffsetsQuery) -> None:
-        self._progress(self._queries.ask_group_offsets(event, self.cluster))
+        self._carry_out(self._queries.ask_group_offsets(event, self.cluster))
 
     def _on_commit_query(self, event: ev.CommitOffsetsQuery) -> None:
-        self._progress(self._queries.ask_group_offsets(event, self.cluster))
+        self._carry_out(self._queries.ask_group_offsets(event, self.cluster))
 
     def _on_offsets_query(self, event: ev.OffsetsQuery) -> None:
-        self._progress(self._queries.ask_offsets(event, self.cluster))
+        self._carry_out(self._queries.ask_offsets(event, self.cluster))
 
     # -- routing calls --------------------------------------------------------------------------
 
@@ -374,27 +366,18 @@ class MemberSession:
         for call in waiting:
             self._failed(None, call, code, message)
 
-    def _step(self, step: Step) -> None:
-        if step.report is not None:
-            self._out.append(step.report)
-        if isinstance(step.call, AnyBrokerCall):
-            self._to_any(step.call)
-        elif step.call is not None:
-            self._to_coordinator(step.call)
-        if step.run is not None:
-            self._out.append(step.run)
-        if step.result is not None:
-            self._feed(step.result)
-
-    def _progress(self, progress: Progress) -> None:
-        for call in progress.to_coordinator:
+    def _carry_out(self, step: SessionStep) -> None:
+        """Carry out what a part of the session decided: route its calls, feed its events to the
+        core, hand its effects to the driver."""
+        for call in step.to_coordinator:
             self._to_coordinator(call)
-        for node, call in progress.to_nodes:
+        for node, call in step.to_nodes:
             self._submit(node, call)
-        for any_call in progress.to_any:
-            assert isinstance(any_call, AnyBrokerCall)
+        for any_call in step.to_any:
             self._to_any(any_call)
-        self._out.extend(progress.answers)
+        for event in step.events:
+            self._feed(event)
+        self._out.extend(step.effects)
 
     # -- answers --------------------------------------------------------------------------------
 
@@ -453,17 +436,15 @@ class MemberSession:
             cluster = self.cluster
             self._feed(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
         elif isinstance(purpose, ForAssignment):
-            self._step(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
+            self._carry_out(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
         elif isinstance(purpose, ForClassic):
-            self._classic_step(
-                classic_routes.metadata_learnt(purpose, self.cluster, self._strategies, failed)
-            )
+            self._carry_out(classic_routes.metadata_learnt(purpose, self.cluster, self._strategies, failed))
         else:
-            self._progress(self._queries.metadata_learnt(purpose.token, self.cluster))
+            self._carry_out(self._queries.metadata_learnt(purpose.token, self.cluster))
 
     def _offsets_listed(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, ListOffsetsResponse)
-        self._progress(self._queries.offsets_result(call.token, ClusterView.offsets_of(response)))
+        self._carry_out(self._queries.offsets_result(call.token, ClusterView.offsets_of(response)))
 
     def _heartbeat_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
@@ -483,7 +464,7 @@ class MemberSession:
         self._coordinator_answered(node, code)
         if code not in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED):
             log.warning("group %s: %s failed with %s", self.config.group_id, call.api.value, code.name)
-        self._classic_step(classic_routes.answered(call, response, self.cluster, self._strategies))
+        self._carry_out(classic_routes.answered(call, response, self.cluster, self._strategies))
 
     def _commit_answered(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetCommitResponse)
@@ -492,7 +473,7 @@ class MemberSession:
         if call.core_id is not None:
             self._feed(ev.CommitResult(call.core_id, code))
         else:
-            self._progress(self._queries.commit_result(call.token, code, self._now))
+            self._carry_out(self._queries.commit_result(call.token, code, self._now))
 
     def _offsets_fetched(self, node: Node, call: Any, response: Message) -> None:
         assert isinstance(response, OffsetFetchResponse)
@@ -501,15 +482,15 @@ class MemberSession:
         if call.core_id is not None:
             self._feed(ev.OffsetFetchResult(call.core_id, code, offsets, gone=gone))
         else:
-            self._progress(self._queries.committed_result(call.token, code, offsets, self._now))
+            self._carry_out(self._queries.committed_result(call.token, code, offsets, self._now))
 
     def _prepared(self, node: Node, call: Any, response: Message) -> None:
         self._coordinator_answered(node, ErrorCode.of(getattr(response, "error_code", 0)))
-        self._step(self._assignment.on_prepared(call.run_id, response, self.cluster.topic_names))
+        self._carry_out(self._assignment.on_prepared(call.run_id, response, self.cluster.topic_names))
 
     def _installed(self, node: Node, call: Any, response: Message) -> None:
         self._coordinator_answered(node, ErrorCode.of(getattr(response, "error_code", 0)))
-        self._step(self._assignment.on_installed(call.run_id, response))
+        self._carry_out(self._assignment.on_installed(call.run_id, response))
 
     # -- failures -------------------------------------------------------------------------------
 
@@ -535,21 +516,21 @@ class MemberSession:
             log.warning("group %s: metadata refresh failed: %s", self.config.group_id, message or code.name)
             self._metadata_done(call.purpose, failed=True)
         elif isinstance(call, ListOffsetsCall):
-            self._progress(self._queries.offsets_result(call.token, {}))
+            self._carry_out(self._queries.offsets_result(call.token, {}))
         elif isinstance(call, (HeartbeatCall, ClassicCall)):
             self._feed(ev.HeartbeatFailed(call.core_id, code, message))
         elif isinstance(call, CommitCall) and call.core_id is not None:
             self._feed(ev.CommitResult(call.core_id, code, message))
         elif isinstance(call, CommitCall):
             assert call.token is not None
-            self._progress(self._queries.commit_result(call.token, code, self._now))
+            self._carry_out(self._queries.commit_result(call.token, code, self._now))
         elif isinstance(call, OffsetFetchCall) and call.core_id is not None:
             self._feed(ev.OffsetFetchResult(call.core_id, code, message=message))
         elif isinstance(call, OffsetFetchCall):
             assert call.token is not None
-            self._progress(self._queries.committed_result(call.token, code, (), self._now))
+            self._carry_out(self._queries.committed_result(call.token, code, (), self._now))
         elif isinstance(call, (PrepareCall, InstallCall)):
-            self._step(self._assignment.on_failed(call.run_id, code, message))
+            self._carry_out(self._assignment.on_failed(call.run_id, code, message))
 
 
 _HANDLERS: dict[type[ev.Event], Callable[[MemberSession, Any], None]] = {
