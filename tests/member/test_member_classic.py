@@ -391,3 +391,28 @@ def test_a_pattern_is_matched_against_every_topic_and_followed() -> None:
     assert not driver.pending(SendClassicRequest)  # the same matches: nothing to do
     driver.send(MetadataUpdated(names, {"foo": 2, "bar": 1, "fob": 1}))  # fob created
     assert subscribed_in_join(in_flight(driver)) == ["fob", "foo"]
+
+
+def test_a_returning_static_leader_rebalances_a_stale_group_assignment() -> None:
+    """Simulation seed 1240335: a static leader came back (JoinGroup v9 skip_assignment) to an
+    assignment computed before its topic was deleted and created again with 1 partition of 4; it
+    gave out 0-3, nothing was missing, and the member kept a target of partitions that no longer
+    existed. Partitions given out that are gone make it rebalance too, as missing ones do."""
+    from kconsumer.client.member.calls import ForClassic
+    from kconsumer.client.member.classic_routes import StrategyRuns, metadata_learnt
+    from kconsumer.client.member.cluster import ClusterView
+    from kconsumer.client.member.effects import Node
+
+    cluster = ClusterView((Node("localhost", 9092),))
+    cluster.partition_counts = {"t0": 1, "t1": 2}
+    covered = frozenset({("t0", 0), ("t0", 1), ("t0", 2), ("t0", 3), ("t1", 0), ("t1", 1)})
+    stale = ForClassic(7, names={"t0": [0, 1, 2, 3]}, check=(frozenset({"t0", "t1"}), covered))
+    [event] = metadata_learnt(stale, cluster, StrategyRuns(None)).events
+    assert isinstance(event, ClassicResponseReceived) and event.error is ErrorCode.REBALANCE_IN_PROGRESS
+    fine = ForClassic(
+        7, names={"t0": [0]}, check=(frozenset({"t0", "t1"}), covered - {("t0", 1), ("t0", 2), ("t0", 3)})
+    )
+    assert all(
+        not isinstance(e, ClassicResponseReceived) or e.error is ErrorCode.NONE
+        for e in metadata_learnt(fine, cluster, StrategyRuns(None)).events
+    )

@@ -183,7 +183,9 @@ def test_watched_seed_passes(seed: int) -> None:
 #: `double-hold` took a static classic member left out of the last generation for a holder while
 #: the group prepared its next one (the zombie check only knew a generation once its join phase
 #: was over), though the coordinator answers it ILLEGAL_GENERATION then too.
-MIXED_HARNESS_SEEDS = [4692062, 4692598, 8796788, 8797044, 9700747, 9701691, 1220779, 1221765]
+#: 1220779, 1221765, 1240335 (fresh ranges of this round) found classic-member bugs; each has a
+#: unit test in `tests/member/test_member_classic.py` that fails with its fix undone.
+MIXED_HARNESS_SEEDS = [4692062, 4692598, 8796788, 8797044, 9700747, 9701691, 1220779, 1221765, 1240335]
 #: A transactional seed that exposed a mistake of the simulated producer: a commit marker held
 #: up by a coordinator election was written after the producer's next transaction had its offsets
 #: accepted, and committed them with it (records never in the output). Kafka answers the next

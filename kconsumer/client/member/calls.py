@@ -178,7 +178,8 @@ class ForClassic:
     names: Mapping[str, list[int]] = field(default_factory=dict)
     user_data: bytes = b""
     #: After a skipped assignment: the members' subscribed topics and what the group's
-    #: assignment covers; a partition of those topics it leaves out makes the leader rejoin.
+    #: assignment covers; a partition of those topics it leaves out, or gives out though it no
+    #: longer exists, makes the leader rejoin.
     check: tuple[frozenset[str], frozenset[tuple[str, int]]] | None = None
 
 

@@ -138,8 +138,13 @@ def metadata_learnt(
         return step
     if purpose.check is not None:
         missing = unassigned(purpose.check, cluster.partition_counts)
-        if missing:
-            log.info("classic group leader: partitions %s are assigned to nobody: rebalancing", missing[:10])
+        gone = assigned_but_gone(purpose.check, cluster.partition_counts)
+        if missing or gone:
+            log.info(
+                "classic group leader: partitions %s are assigned to nobody, %s no longer exist: rebalancing",
+                missing[:10],
+                gone[:10],
+            )
             return SessionStep(
                 events=[ev.ClassicResponseReceived(purpose.core_id, ErrorCode.REBALANCE_IN_PROGRESS)]
             )
@@ -211,6 +216,15 @@ def unassigned(
     return sorted((t, p) for t in topics for p in range(partition_counts.get(t, 0)) if (t, p) not in covered)
 
 
+def assigned_but_gone(
+    check: tuple[frozenset[str], frozenset[tuple[str, int]]], partition_counts: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """Partitions of the members' topics the group's assignment gives out that no longer exist
+    (the topic was deleted and created again with fewer partitions while the leader was away)."""
+    topics, covered = check
+    return sorted((t, p) for t, p in covered if t in topics and p >= partition_counts.get(t, 0))
+
+
 def _described(
     core_id: int, response: DescribeGroupsResponse, cluster: ClusterView, runs: StrategyRuns
 ) -> SessionStep:
@@ -261,4 +275,4 @@ def _joined(members: tuple[ClassicMember, ...]) -> list[tuple[str, str | None, b
     return [(m.member_id, m.instance_id, m.metadata) for m in members]
 
 
-__all__ = ["SessionStep", "StrategyRuns", "answered", "metadata_learnt", "start", "unassigned"]
+__all__ = ["SessionStep", "StrategyRuns", "answered", "assigned_but_gone", "metadata_learnt", "start", "unassigned"]
