@@ -275,4 +275,12 @@ def _joined(members: tuple[ClassicMember, ...]) -> list[tuple[str, str | None, b
     return [(m.member_id, m.instance_id, m.metadata) for m in members]
 
 
-__all__ = ["SessionStep", "StrategyRuns", "answered", "assigned_but_gone", "metadata_learnt", "start", "unassigned"]
+__all__ = [
+    "SessionStep",
+    "StrategyRuns",
+    "answered",
+    "assigned_but_gone",
+    "metadata_learnt",
+    "start",
+    "unassigned",
+]
