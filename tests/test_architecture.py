@@ -154,6 +154,23 @@ def test_only_the_session_builds_group_requests() -> None:
     assert not offenders, f"client modules outside the member session build requests: {offenders}"
 
 
+def test_the_groups_cli_builds_no_request_itself() -> None:
+    """`kconsumer groups` takes every request from the shared builders in client/member
+    (`admin_requests`, `ClusterView`), as the member session does: no protocol message is
+    constructed under groups/."""
+    offenders = {}
+    for path in _modules(PACKAGE / "groups"):
+        built = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+                if name.endswith(("Request", "RequestTopic", "RequestPartition")):
+                    built.add(name)
+        if built:
+            offenders[path.name] = sorted(built)
+    assert not offenders, f"groups/ builds requests itself: {offenders}"
+
+
 def test_a_client_only_process_loads_no_broker_module() -> None:
     """Importing kconsumer and creating a Consumer loads nothing of the reference broker."""
     import subprocess

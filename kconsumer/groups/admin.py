@@ -21,6 +21,15 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ..client.member.admin_requests import (
+    admin_commit_request,
+    all_offsets_request,
+    api_versions_request,
+    consumer_group_describe_request,
+    describe_groups_request,
+    list_groups_request,
+    offset_delete_request,
+)
 from ..client.member.cluster import ClusterView, Key, parse_bootstrap
 from ..client.member.effects import Node
 from ..client.member.errors import COORDINATOR_RETRIES, HeartbeatAction
@@ -30,23 +39,15 @@ from ..client.runtime.connections import Connections
 from ..client.tls import connection_security
 from ..errors import ErrorCode, KConsumerError
 from ..protocol.api import ApiKey
-from ..protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from ..protocol.messages.classic_group import DescribeGroupsRequest, DescribeGroupsResponse
-from ..protocol.messages.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-from ..protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from ..protocol.messages.api_versions import ApiVersionsResponse
+from ..protocol.messages.classic_group import DescribeGroupsResponse
+from ..protocol.messages.consumer_group import ConsumerGroupDescribeResponse
+from ..protocol.messages.list_groups import ListGroupsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.metadata import FindCoordinatorResponse, MetadataResponse
 from ..protocol.messages.offsets import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
     OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
     OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchRequestTopic,
     OffsetFetchResponse,
 )
 from ..protocol.negotiation import (
@@ -139,8 +140,7 @@ class GroupAdmin:
         """ApiVersions as the member session's dispatcher asks it (`api_versions_outcome`)."""
         version = API_VERSIONS_FIRST_TRY
         while True:
-            request = ApiVersionsRequest(client_software_name="kconsumer", client_software_version="groups")
-            response = await connection.request(request, version)
+            response = await connection.request(api_versions_request("groups"), version)
             assert isinstance(response, ApiVersionsResponse)
             outcome = api_versions_outcome(response, version)
             if outcome.versions is not None:
@@ -240,10 +240,7 @@ class GroupAdmin:
             response, version = await self._send(
                 node,
                 ApiKey.LIST_GROUPS,
-                lambda v: ListGroupsRequest(
-                    states_filter=sorted(wanted_states) if v >= 4 else [],
-                    types_filter=sorted(wanted_types) if v >= 5 else [],
-                ),
+                lambda v: list_groups_request(v, wanted_states, wanted_types),
             )
             assert isinstance(response, ListGroupsResponse)
             if response.error_code:
@@ -275,9 +272,7 @@ class GroupAdmin:
             response, _ = await self._to_coordinator(
                 group_id,
                 ApiKey.CONSUMER_GROUP_DESCRIBE,
-                lambda v: ConsumerGroupDescribeRequest(
-                    group_ids=[group_id], include_authorized_operations=False
-                ),
+                lambda v: consumer_group_describe_request(group_id),
                 lambda r: _first_group_error(r),
             )
             assert isinstance(response, ConsumerGroupDescribeResponse)
@@ -291,7 +286,7 @@ class GroupAdmin:
         response, _ = await self._to_coordinator(
             group_id,
             ApiKey.DESCRIBE_GROUPS,
-            lambda v: DescribeGroupsRequest(groups=[group_id]),
+            lambda v: describe_groups_request(group_id),
             lambda r: _first_group_error(r),
         )
         assert isinstance(response, DescribeGroupsResponse)
@@ -334,18 +329,14 @@ class GroupAdmin:
         Asks for all of the group's offsets (null topics, KIP-88), except from a coordinator
         without the group admin APIs (librdkafka's mock cluster answers only named topics):
         there, for every partition of the cluster's topics."""
-        topics: list[OffsetFetchRequestTopic] | None = None
+        counts: dict[str, int] | None = None
         if ApiKey.LIST_GROUPS not in await self._coordinator_versions(group_id):
-            cluster = await self.refresh()
-            topics = [
-                OffsetFetchRequestTopic(name=name, partition_indexes=list(range(count)))
-                for name, count in sorted(cluster.partition_counts.items())
-                if not name.startswith("__")
-            ]
+            counts = dict((await self.refresh()).partition_counts)
+        request = all_offsets_request(group_id, counts)
         response, _ = await self._to_coordinator(
             group_id,
             ApiKey.OFFSET_FETCH,
-            lambda v: OffsetFetchRequest(group_id=group_id, topics=topics),
+            _fixed(request),
             lambda r: getattr(r, "error_code", 0),
             max_version=BY_NAME_OFFSET_FETCH,
         )
@@ -387,17 +378,7 @@ class GroupAdmin:
 
     async def commit(self, group_id: str, offsets: Mapping[Key, int]) -> dict[Key, ErrorCode]:
         """Commit `offsets` as an admin (Kafka accepts it only while the group has no members)."""
-        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            topics.setdefault(topic, []).append(
-                OffsetCommitRequestPartition(partition_index=partition, committed_offset=offset)
-            )
-        request = OffsetCommitRequest(
-            group_id=group_id,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[OffsetCommitRequestTopic(name=name, partitions=parts) for name, parts in topics.items()],
-        )
+        request = admin_commit_request(group_id, offsets)
         response, _ = await self._to_coordinator(
             group_id,
             ApiKey.OFFSET_COMMIT,
@@ -415,18 +396,7 @@ class GroupAdmin:
     async def delete_offsets(self, group_id: str, keys: Iterable[Key]) -> dict[Key, ErrorCode]:
         """Delete the group's committed offsets of `keys` (OffsetDelete). A whole-request
         refusal (unknown group, non-empty group of another protocol) is a GroupAdminError."""
-        topics: dict[str, list[int]] = {}
-        for topic, partition in sorted(set(keys)):
-            topics.setdefault(topic, []).append(partition)
-        request = OffsetDeleteRequest(
-            group_id=group_id,
-            topics=[
-                OffsetDeleteRequestTopic(
-                    name=name, partitions=[OffsetDeleteRequestPartition(partition_index=p) for p in parts]
-                )
-                for name, parts in topics.items()
-            ],
-        )
+        request = offset_delete_request(group_id, keys)
         response, _ = await self._to_coordinator(
             group_id, ApiKey.OFFSET_DELETE, _fixed(request), lambda r: getattr(r, "error_code", 0)
         )

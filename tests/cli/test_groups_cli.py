@@ -216,7 +216,9 @@ def test_reset_offsets_waits_for_an_empty_group_then_moves_every_mode(cluster: C
         "--execute",
     )
     assert future.returncode == 0, future.stderr
-    assert cluster.committed("resets") == {(TOPIC, 0): 11, (TOPIC, 1): 10, (TOPIC, 2): 10}  # the log ends
+    # the log ends (an earlier test of this module adds a record to partition 0)
+    log_ends = {(TOPIC, p): high for p, (_low, high) in enumerate(cluster.watermarks(TOPIC))}
+    assert cluster.committed("resets") == log_ends and log_ends[(TOPIC, 1)] == 10
 
     bad = groups(servers, "reset-offsets", "resets", "--topic", "nowhere", "--to-latest")
     assert bad.returncode == 1 and "does not exist" in bad.stderr

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ...protocol.api import ApiKey
-from ...protocol.messages.api_versions import ApiVersionsRequest
 from ...protocol.messages.classic_group import LeaveGroupRequest
 from ...protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from ...protocol.messages.extensions import (
@@ -24,6 +23,7 @@ from ...protocol.messages.extensions import (
 from ...protocol.negotiation import BrokerVersions, NoCommonVersionError, common_version
 from ...protocol.schema import Message
 from ...protocol.uuid import Uuid
+from .admin_requests import api_versions_request
 from .cluster import ClusterView, Key
 from .effects import ClassicApi, Node, SendClassicRequest
 from .model import PartitionOffset, TopicIdPartition
@@ -67,10 +67,7 @@ class ApiVersionsCall(Call):
     software_version: str
 
     def _build(self, versions: BrokerVersions) -> tuple[Message, int]:
-        request = ApiVersionsRequest(
-            client_software_name="kconsumer", client_software_version=self.software_version
-        )
-        return request, self.try_version
+        return api_versions_request(self.software_version), self.try_version
 
 
 @dataclass
