@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException
+from waiting import wait_until
 
 from kconsumer import (
     AssignmentSpec,
@@ -179,15 +179,11 @@ class Group:
 
     def wait(self, condition: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
         """Poll every live consumer until `condition()` is truthy (returned) or fail after `timeout` s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.poll()
-            value = condition()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                state = {m.id: (m.owned(), [str(e) for e in m.errors]) for m in self.live}
-                raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}: {state}")
+
+        def state() -> str:
+            return str({m.id: (m.owned(), [str(e) for e in m.errors]) for m in self.live})
+
+        return wait_until(condition, timeout, what=what, before=self.poll, describe=state)
 
     def settled(self, expected: Mapping[str, Partitions]) -> bool:
         """Every live consumer owns exactly `expected[its id]` and the coordinator agrees: the

@@ -9,12 +9,13 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka as ck
 import pytest
 from backends import Cluster, open_cluster
+from waiting import wait_until
 
 from kconsumer import Consumer
 
@@ -37,16 +38,6 @@ def groups(
 def as_json(done: subprocess.CompletedProcess[str]) -> Any:
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 def consume(consumer: Any, count: int) -> int:

@@ -38,6 +38,7 @@ from ledger import CommittedSource as CommittedSource  # re-exported: tests impo
 from ledger import Interval as Interval
 from ledger import Key, Ledger, position
 from ledger import cluster_committed as cluster_committed
+from waiting import wait_until
 
 from kconsumer import Consumer, ConsumerRebalanceListener, SubscriptionPattern
 from kconsumer.testing import ReferenceCluster
@@ -54,20 +55,6 @@ def fast_cluster(session_timeout_ms: int = 1500, **options: Any) -> ReferenceClu
         assignment_interval_ms=0,
         **options,
     )
-
-
-def wait_until(
-    predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.02, what: str = ""
-) -> T:
-    """Call `predicate` until it returns something truthy (returned), or fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(interval)
 
 
 def poll_until(

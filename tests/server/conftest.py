@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from kconsumer.testing import ReferenceCluster
 from kconsumer.testing.wire import WireClient
@@ -40,12 +40,5 @@ def connect(cluster: ReferenceCluster) -> Iterator[Callable[..., WireClient]]:
 def wait_for(
     condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
 ) -> Any:
-    """Poll `condition` until it returns something truthy (returned) or fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(interval)
+    """`wait_until` with the server tests' shorter default timeout."""
+    return wait_until(condition, timeout, interval, what)

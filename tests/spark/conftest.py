@@ -8,12 +8,12 @@ import os
 import shutil
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from backends import Cluster, open_cluster
+from waiting import wait_until
 
 
 def _java_available() -> bool:
@@ -129,16 +129,11 @@ def start_query(
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "", query: Any = None) -> Any:
     """Poll `condition` until it returns something truthy (returned); fail after `timeout` s, or
     at once with the query's error if `query` died."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if query is not None and not query.isActive:
-            raise AssertionError(f"the query stopped while waiting for {what}: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(0.1)
+
+    def stopped() -> str | None:
+        return None if query is None or query.isActive else f"the query stopped: {query.exception()}"
+
+    return wait_until(condition, timeout, 0.1, what, stop_if=stopped)
 
 
 def produced(cluster: Cluster, topic: str) -> set[Record]:
