@@ -95,6 +95,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     r.add_argument(
         "--events", type=_names, default=None, help="join,leave,crash,rolling-dynamic,rolling-static"
     )
+    r.add_argument(
+        "--rebalance-runs", type=int, default=1, help="whole runs of every cell (the report gives medians)"
+    )
     c = parser.add_argument_group("coordinator")
     c.add_argument("--assignors", type=_names, default=None, help="uniform,range")
     c.add_argument("--assignor-members", type=_ints, default=None, help="(100,1000,10000)")
@@ -239,6 +242,7 @@ def _rebalance(args: argparse.Namespace, data: dict[str, Any]) -> None:
         sizes=args.members or ((4,) if args.quick else (1, 4, 16)),
         partitions=args.rebalance_partitions or ((16,) if args.quick else (16, 64, 256)),
         events=args.events or rebalance.EVENTS,
+        runs=args.rebalance_runs,
     )
     data["rebalance"] = [r.as_dict() for r in rebalance.run(settings)]
 

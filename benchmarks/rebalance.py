@@ -47,7 +47,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import GroupTimers, broker, log
-from .rebalance_measure import Events, converged_since, handover_phases, measure, timeline
+from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
 
 #: (name, broker, client kind) in report order.
 COMBOS = (
@@ -386,6 +386,8 @@ class Settings:
     events: Sequence[str] = EVENTS
     #: Times each join and leave is repeated in a run (the report gives the median).
     repeats: int = 3
+    #: Whole runs of every cell; the report gives each measure's median over them.
+    runs: int = 1
 
 
 def _result(
@@ -507,7 +509,15 @@ def _static_run(name: str, broker_kind: str, kind: str, bootstrap: str, n: int, 
 
 
 def run(settings: Settings) -> list[EventResult]:
-    """Every (client, broker, group size, partitions) of the settings, each with its events."""
+    """Every (client, broker, group size, partitions) of the settings, each with its events;
+    with `Settings.runs` > 1, the whole set again that many times, each measure the median."""
+    runs = [_one_run(settings, number) for number in range(1, settings.runs + 1)]
+    return runs[0] if len(runs) == 1 else medians(runs)
+
+
+def _one_run(settings: Settings, number: int) -> list[EventResult]:
+    if settings.runs > 1:
+        log(f"rebalance: run {number} of {settings.runs}")
     results: list[EventResult] = []
     for p in settings.partitions:
         for broker_kind in dict.fromkeys(c[1] for c in settings.combos):

@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections import defaultdict
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 #: No ownership change for this long (and everything owned and consumed again) ends an event.
 QUIET_S = 2.5
@@ -172,3 +173,39 @@ def handover_phases(events: Events, since: float, until: float) -> tuple[float, 
 
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+#: What a rebalance run measures per cell and event (fields of `rebalance.EventResult`).
+MEASURES = (
+    "time_to_full_s",
+    "unowned_partition_s",
+    "longest_gap_s",
+    "release_s",
+    "assign_s",
+    "first_record_s",
+)
+R = TypeVar("R")
+
+
+def medians(runs: list[list[R]]) -> list[R]:
+    """One result per cell and event over several whole runs: each measure's median; converged
+    only if it did in every run; the most duplicates any run saw; the runs counted in `note`."""
+    cells: dict[tuple[Any, ...], list[Any]] = {}
+    for results in runs:
+        for r in results:
+            key = (r.client, r.broker, r.members, r.partitions, r.event)  # type: ignore[attr-defined]
+            cells.setdefault(key, []).append(r)
+    merged = []
+    for same in cells.values():
+        notes = sorted({r.note for r in same if r.note})
+        merged.append(
+            replace(
+                same[0],
+                converged=all(r.converged for r in same),
+                duplicates=max(r.duplicates for r in same),
+                moved=int(statistics.median(r.moved for r in same)),
+                note="; ".join([f"median of {len(same)} runs", *notes]),
+                **{m: statistics.median(getattr(r, m) for r in same) for m in MEASURES},
+            )
+        )
+    return merged

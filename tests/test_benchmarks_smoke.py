@@ -73,6 +73,20 @@ def test_hand_over_phases_of_a_crash_and_of_nothing_moving() -> None:
     assert all(value != value for value in nothing)  # NaN: no hand-over in the window
 
 
+def test_several_rebalance_runs_report_each_measure_s_median() -> None:
+    from benchmarks.rebalance import EventResult
+
+    def result(full: float, unowned: float, converged: bool, duplicates: int) -> EventResult:
+        return EventResult("k", "reference", 4, 16, "join", converged, full, unowned, 0.5, duplicates, 3)
+
+    runs = [[result(1.0, 2.0, True, 0)], [result(3.0, 1.0, True, 2)], [result(2.0, 4.0, False, 0)]]
+    [merged] = rebalance_measure.medians(runs)
+    assert (merged.time_to_full_s, merged.unowned_partition_s) == (2.0, 2.0)
+    assert not merged.converged and merged.duplicates == 2 and merged.note == "median of 3 runs"
+    args = cli.parse(["--only", "rebalance", "--rebalance-runs", "3"])
+    assert args.rebalance_runs == 3
+
+
 def test_report_files_and_docs_block(tmp_path: pathlib.Path) -> None:
     data = {
         "command": "./dev bench --quick", "started": "now", "duration_s": 1.0, "revision": "abc",
