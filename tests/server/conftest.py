@@ -38,7 +38,11 @@ def connect(cluster: ReferenceCluster) -> Iterator[Callable[..., WireClient]]:
 
 
 def wait_for(
-    condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
+    condition: Callable[[], Any],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "",
+    describe: Callable[[], str] | None = None,
 ) -> Any:
     """`wait_until` with the server tests' shorter default timeout."""
-    return wait_until(condition, timeout, interval, what)
+    return wait_until(condition, timeout, interval, what, describe=describe)

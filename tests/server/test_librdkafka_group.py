@@ -223,6 +223,14 @@ def test_librdkafka_consumers_share_rebalance_commit_and_resume() -> None:
         assert firsts == {p: committed[(TOPIC, p)] for p in range(PARTITIONS)}
 
 
+def _last_offsets(member: Member) -> dict[int, int]:
+    """The highest offset `member` read of each partition."""
+    last: dict[int, int] = {}
+    for partition, offset, _at in list(member.records):
+        last[partition] = max(offset, last.get(partition, -1))
+    return last
+
+
 def _check_client_side_exclusivity(members: list[Member]) -> None:
     """Per partition, the members' ownership intervals (callback to callback) never overlap, and every
     record a member read arrived inside one of its own intervals."""
@@ -259,14 +267,22 @@ def test_librdkafka_consumers_ride_out_failover_and_dropped_connections() -> Non
                 seen = {(p, o) for m in members for p, o, _at in list(m.records)}
                 return all((p, o) in seen for p in range(PARTITIONS) for o in range(ends[p]))
 
+            def state() -> str:
+                """What a timeout needs explained: who owns and read what, and the group."""
+                group = cluster.describe_group(GROUP)
+                described = None if group is None else (group.state, group.epoch, group.members)
+                reads = {m.name: (sorted(m.snapshot()), _last_offsets(m), m.errors[-3:]) for m in members}
+                return f"log ends {cluster.watermarks(TOPIC)}; members {reads}; group {described}"
+
             cluster.fail_over_coordinator()
             cluster.produce(TOPIC, [b"after-failover-%d" % i for i in range(PARTITIONS * 5)])
             # librdkafka reconnects with a backoff that can grow to reconnect.backoff.max.ms
-            # (10 s by default): a 10 s wait failed once under CI's load.
-            wait_for(consumed_everything, timeout=30.0, what="records produced after the failover")
+            # (10 s by default): a 10 s wait failed once under CI's load, and a 30 s one once
+            # (fast locally, even under load): a timeout now prints the state it saw.
+            wait_for(consumed_everything, 30.0, what="records produced after the failover", describe=state)
             cluster.drop_connections()
             cluster.produce(TOPIC, [b"after-drop-%d" % i for i in range(PARTITIONS * 5)])
-            wait_for(consumed_everything, timeout=30.0, what="records produced after dropping connections")
+            wait_for(consumed_everything, 30.0, what="records after dropping connections", describe=state)
             ends = {(TOPIC, p): end for p, (_start, end) in enumerate(cluster.watermarks(TOPIC))}
             wait_for(lambda: cluster.committed(GROUP) == ends, what="commits through the new coordinator")
             after = cluster.describe_group(GROUP)
