@@ -189,7 +189,8 @@ R = TypeVar("R")
 
 def medians(runs: list[list[R]]) -> list[R]:
     """One result per cell and event over several whole runs: each measure's median; converged
-    only if it did in every run; the most duplicates any run saw; the runs counted in `note`."""
+    only if it did in every run; the most duplicates any run saw; what was counted in `note`
+    (join and leave are measured several times in each run)."""
     cells: dict[tuple[Any, ...], list[Any]] = {}
     for results in runs:
         for r in results:
@@ -204,7 +205,7 @@ def medians(runs: list[list[R]]) -> list[R]:
                 converged=all(r.converged for r in same),
                 duplicates=max(r.duplicates for r in same),
                 moved=int(statistics.median(r.moved for r in same)),
-                note="; ".join([f"median of {len(same)} runs", *notes]),
+                note="; ".join([f"median of {len(same)} measurements in {len(runs)} runs", *notes]),
                 **{m: statistics.median(getattr(r, m) for r in same) for m in MEASURES},
             )
         )

@@ -82,7 +82,11 @@ def test_several_rebalance_runs_report_each_measure_s_median() -> None:
     runs = [[result(1.0, 2.0, True, 0)], [result(3.0, 1.0, True, 2)], [result(2.0, 4.0, False, 0)]]
     [merged] = rebalance_measure.medians(runs)
     assert (merged.time_to_full_s, merged.unowned_partition_s) == (2.0, 2.0)
-    assert not merged.converged and merged.duplicates == 2 and merged.note == "median of 3 runs"
+    assert (
+        not merged.converged
+        and merged.duplicates == 2
+        and merged.note == "median of 3 measurements in 3 runs"
+    )
     args = cli.parse(["--only", "rebalance", "--rebalance-runs", "3"])
     assert args.rebalance_runs == 3
 
