@@ -69,6 +69,15 @@ class KafkaPool:
             if self._unavailable is not None:
                 _unavailable(self._unavailable)
             kafka = self._running.pop(key, None)
+            if kafka is not None and not self._leases.get(id(kafka)):
+                try:  # a broker's JVM may have exited since the cluster's last test
+                    kafka.start_stopped_brokers()
+                except Exception as exc:
+                    warnings.warn(
+                        f"an Apache Kafka cluster lost a broker and is replaced: {exc}", stacklevel=2
+                    )
+                    kafka.stop()
+                    kafka = None
             if kafka is None:
                 idle = [k for k, running in self._running.items() if not self._leases.get(id(running))]
                 while idle and len(self._running) >= _MAX_RUNNING:

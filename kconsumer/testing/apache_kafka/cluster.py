@@ -349,7 +349,9 @@ class ApacheKafka:
         self._admin.delete_group(group_id)
 
     def reset(self) -> None:
-        """Delete every group and every topic: a shared cluster made fresh for the next test."""
+        """Every broker running again, and every group and topic deleted: a shared cluster made
+        fresh for the next test."""
+        self.start_stopped_brokers()
         for group in self.list_all_groups():
             self.delete_group(group)
         for topic in self.topics():
@@ -384,6 +386,14 @@ class ApacheKafka:
         self._admin.forget(node_id)
         self._nodes[node_id].stop(graceful=graceful)
         self._wait_ready(set(self._up()), _START_TIMEOUT_S)
+
+    def start_stopped_brokers(self) -> list[int]:
+        """Start every broker that is not running (a test stopped it and did not get to start it
+        again, or its JVM exited); returns their node ids."""
+        stopped = [node_id for node_id in self.brokers() if node_id not in self._up()]
+        for node_id in stopped:
+            self.start_broker(node_id)
+        return stopped
 
     def start_broker(self, node_id: int) -> None:
         """Start a stopped broker again; returns once every broker lists it."""
