@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kconsumer"
-SANS_IO = ("client/member", "broker/coordinator", "broker/transactions", "protocol", "assignment")
+SANS_IO = (
+    "client/member",
+    "client/application",
+    "broker/coordinator",
+    "broker/transactions",
+    "protocol",
+    "assignment",
+)
 FORBIDDEN_IN_CORES = {"asyncio", "threading", "socket", "time", "random", "uuid", "secrets", "selectors"}
 MAX_MODULE_LINES = 600
 

@@ -11,6 +11,7 @@ waiting (blocking on the work queue, or awaiting on the event loop) and its poll
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,6 +86,7 @@ class ConsumerEngine:
                 self.runtime.app_queue,
                 _app_settings(self.config),
                 callback_consumer,
+                clock=time.monotonic,
             )
             self.app.on_commit = self.config.on_commit
             self.app.statistics = self.statistics

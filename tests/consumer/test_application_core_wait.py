@@ -17,7 +17,7 @@ from kconsumer.errors import ErrorCode, FencedInstanceIdError
 
 def _app() -> ApplicationCore:
     unused: Any = None
-    return ApplicationCore(unused, unused, queue.SimpleQueue(), ApplicationSettings())
+    return ApplicationCore(unused, unused, queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic)
 
 
 def test_a_wait_is_over_when_done_even_past_its_deadline() -> None:

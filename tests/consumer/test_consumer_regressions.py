@@ -3,6 +3,8 @@ end by the integration test named in its docstring)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kconsumer.broker.server.error_responses import error_response
@@ -149,12 +151,14 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     )
     runtime = FakeRuntime({("t", 0): 7, ("t", 1): 99})
     fetcher = FakeFetcher()
-    app = ApplicationCore(fetcher, runtime, _queue.SimpleQueue(), ApplicationSettings())  # type: ignore[arg-type]
+    app = ApplicationCore(fetcher, runtime, _queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic)  # type: ignore[arg-type]
     app._execute(work)
     assert runtime.asked == [{("t", 0): -2, ("t", 1): -1}]
     assert fetcher.assigned == [("t", 0, 7), ("t", 1, 99), ("t", 2, 42)]
 
     failing = FakeRuntime(None)
     fetcher = FakeFetcher()
-    ApplicationCore(fetcher, failing, _queue.SimpleQueue(), ApplicationSettings())._execute(work)  # type: ignore[arg-type]
+    ApplicationCore(
+        fetcher, failing, _queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic
+    )._execute(work)  # type: ignore[arg-type]
     assert fetcher.assigned[0] == ("t", 0, OFFSET_BEGINNING)

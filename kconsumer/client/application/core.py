@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import logging
 import queue
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -67,7 +66,11 @@ class ApplicationCore:
         work: WorkQueue,
         settings: ApplicationSettings,
         callback_consumer: Any = None,
+        *,
+        clock: Callable[[], float],
     ) -> None:
+        """`clock` gives monotonic seconds (the driver's: the real one, or the simulation's); the
+        core reads no clock of its own."""
         #: What the rebalance callbacks get as their consumer argument.
         self.callback_consumer: Any = callback_consumer
         #: Whether a callback may return an awaitable (the asyncio consumer awaits it).
@@ -78,6 +81,7 @@ class ApplicationCore:
         self.member = member
         self.queue = work
         self.settings = settings
+        self._clock = clock
         self.state = AppState()
         self.callbacks = Callbacks()
         self.on_commit: Callable[[KafkaError | None, list[TopicPartition]], None] | None = None
@@ -141,7 +145,7 @@ class ApplicationCore:
             if raise_errors:
                 raise kafka_exception(self.state.fatal, fatal=True)
             return True
-        if time.monotonic() > deadline:
+        if self._clock() > deadline:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out waiting for the group"))
         return False
 
@@ -394,7 +398,7 @@ class ApplicationCore:
         call = self._application_callback(work)
         # Kafka's listener invoker times the application's rebalance callbacks, when it has one.
         timed = call is not None and work.kind is not CallbackKind.ASSIGNMENT
-        started = time.monotonic()
+        started = self._clock()
         try:
             result = None if call is None else call()
         except Exception as exc:
@@ -427,7 +431,7 @@ class ApplicationCore:
         """Record, clean up and report a finished rebalance callback."""
         state = self.state
         if timed and self.metrics is not None:
-            self.metrics.callback_finished(work.kind.name.lower(), time.monotonic() - started)
+            self.metrics.callback_finished(work.kind.name.lower(), self._clock() - started)
         if error is not None:
             state.errors.append(error)
             log.error("kconsumer: %s callback raised %r", work.kind.value, error)

@@ -158,10 +158,14 @@ class SimApp:
         self._last_poll_note = -(10**9)
         self._poll_note_interval = min(1_000, self.params.max_poll_interval_ms // 4)
         settings = ApplicationSettings(auto_store=not self.params.store_offsets)
-        self.core = ApplicationCore(self, self, self.queue, settings)
+        self.core = ApplicationCore(self, self, self.queue, settings, clock=self._seconds)
         self.core.awaitable_callbacks = True
         if self.params.callbacks:
             self.core.callbacks = SimCallbacks(self).callbacks()
+
+    def _seconds(self) -> float:
+        """The simulated clock, in seconds (the core's clock)."""
+        return self.world.sched.now / 1000
 
     # -- the core's ports: member link and fetch path -----------------------------------------------
 
