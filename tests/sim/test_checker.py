@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kconsumer.testing.sim import SweepSummary, run_seed, summarize
-from kconsumer.testing.sim.invariants import Checker, Coverage, Violation
+from kconsumer.testing.sim.coverage import Coverage
+from kconsumer.testing.sim.invariants import Checker, Violation
 
 
 @pytest.mark.parametrize(

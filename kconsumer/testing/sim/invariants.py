@@ -31,13 +31,14 @@ Checked after every step that can change them:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...broker.coordinator import GroupCoordinator
 from ...broker.coordinator.records import (
     ClassicGroupTombstone,
     ConsumerGroupTombstone,
+    GroupEpochRecord,
     OffsetCommitRecord,
     OffsetTombstone,
     Record,
@@ -47,6 +48,7 @@ from ...client.member.effects import Effect, InvokeCallback, SendRequest, StartF
 from ...client.member.model import CallbackKind, CommitReason
 from ...client.member.state import IN_GROUP
 from ...protocol.messages.offsets import OffsetCommitRequest
+from .coverage import Coverage
 from .host import GROUP
 from .topics import Key
 
@@ -83,34 +85,6 @@ class ZombieStats:
     longest_ms: int = 0
 
 
-@dataclass
-class Coverage:
-    """Processed offsets of one partition, as disjoint sorted [start, end) intervals."""
-
-    intervals: list[list[int]] = field(default_factory=list)
-
-    def add(self, start: int, end: int) -> None:
-        """Mark [start, end) processed."""
-        spans = self.intervals
-        for i, span in enumerate(spans):
-            if end < span[0]:
-                spans.insert(i, [start, end])
-                return
-            if start <= span[1]:
-                span[0] = min(span[0], start)
-                span[1] = max(span[1], end)
-                while i + 1 < len(spans) and spans[i + 1][0] <= span[1]:
-                    span[1] = max(span[1], spans.pop(i + 1)[1])
-                return
-        spans.append([start, end])
-
-    @property
-    def prefix(self) -> int:
-        """Every offset below this one has been processed."""
-        spans = self.intervals
-        return spans[0][1] if spans and spans[0][0] == 0 else 0
-
-
 class Checker:
     """Checks the invariants; `violations` holds what broke (the run stops at the first)."""
 
@@ -133,6 +107,8 @@ class Checker:
         #: The epoch a non-empty classic group was converted at (its classic assignment is the
         #: target until the next epoch bump, partitions added since then included, as in Kafka).
         self.converted_at_epoch: int | None = None
+        #: The classic generation it was converted from (its members' epoch then).
+        self.converted_generation: int | None = None
         #: A classic group's last completed generation, while it prepares the next one too (a
         #: static member left out of it is a zombie meanwhile); None: a consumer group.
         self._classic_generation: int | None = None
@@ -155,11 +131,13 @@ class Checker:
     def _zombie(self, proc: SimMember) -> bool:
         """Not a member, or (classic) a member left out of the current generation: a static
         member that did not rejoin in time stays in the group, but the generation went on
-        without it (the coordinator answers it ILLEGAL_GENERATION, as Kafka does)."""
-        if proc.group_member_id not in self.members:
-            return True
-        generation = self._classic_generation
-        return generation is not None and proc.classic is not None and proc.joined_generation != generation
+        without it (the coordinator answers it ILLEGAL_GENERATION, as Kafka does), and stays left
+        out in the consumer group it is converted into (whose epochs start at that generation)."""
+        if proc.group_member_id not in self.members or proc.classic is None:
+            return proc.group_member_id not in self.members
+        if (generation := self._classic_generation) is not None:
+            return proc.joined_generation != generation
+        return self.converted_generation is not None and proc.joined_generation < self.converted_generation
 
     def _label(self, key: Key) -> str:
         return self.topics.short(key)
@@ -188,9 +166,10 @@ class Checker:
             # An empty classic group deleted for a consumer-protocol join: a new group, epochs
             # from the start (a conversion of a non-empty one keeps them).
             self.max_group_epoch = self.max_epoch_handed_out = 0
-            self._coordinator_epochs, self.converted_at_epoch = {}, None
+            self._coordinator_epochs, self.converted_at_epoch, self.converted_generation = {}, None, None
         elif converted:
             self.converted_at_epoch = group.group_epoch
+            self.converted_generation = next(r.epoch for r in records if isinstance(r, GroupEpochRecord))
         self._classic_was_empty = False
         epoch = group.group_epoch
         if epoch < self.max_group_epoch:
