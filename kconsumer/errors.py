@@ -305,6 +305,9 @@ class ErrorCode(enum.IntEnum):
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128, False, InvalidRegularExpressionError
     REBOOTSTRAP_REQUIRED = 129
+    #: kconsumer's worker-group protocol (docs/worker-protocol.md): the worker was chosen to
+    #: compute the group's assignment. Not a failure: the heartbeat was processed in full.
+    COMPUTE_ASSIGNMENT = 32000
 
 
 def error_for(code: int, message: str | None = None) -> KafkaApiError:

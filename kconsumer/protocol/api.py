@@ -26,7 +26,7 @@ from .versions import Versions
 
 
 class ApiKey(enum.IntEnum):
-    """Kafka API keys used by kconsumer (plus its two extension APIs)."""
+    """Kafka API keys used by kconsumer (plus its extension APIs: client-side assignment, worker groups)."""
 
     PRODUCE = 0
     FETCH = 1
@@ -60,6 +60,9 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     CONSUMER_GROUP_PREPARE_ASSIGNMENT = 32000
     CONSUMER_GROUP_INSTALL_ASSIGNMENT = 32001
+    CONNECT_GROUP_HEARTBEAT = 32002
+    CONNECT_GROUP_PREPARE_ASSIGNMENT = 32003
+    CONNECT_GROUP_INSTALL_ASSIGNMENT = 32004
 
 
 @dataclass(frozen=True)

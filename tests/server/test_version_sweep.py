@@ -10,6 +10,7 @@ import pytest
 from kconsumer.protocol import records as rb
 from kconsumer.protocol.api import API_SPECS, ApiKey
 from kconsumer.protocol.messages import classic_group as classic
+from kconsumer.protocol.messages import worker_group
 from kconsumer.protocol.messages.admin import (
     CreatableTopic,
     CreatePartitionsRequest,
@@ -164,6 +165,30 @@ BUILDERS: dict[int, Builder] = {
     ),
     ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: lambda v, tid: ConsumerGroupInstallAssignmentRequest(
         group_id="g", member_id="m", member_epoch=1
+    ),
+    # Worker groups (docs/worker-protocol.md): a worker joining, then two requests of a worker
+    # that was never chosen (UNKNOWN_MEMBER_ID).
+    ApiKey.CONNECT_GROUP_HEARTBEAT: lambda v, tid: worker_group.ConnectGroupHeartbeatRequest(
+        group_id="workers",
+        member_id="w",
+        member_epoch=0,
+        rebalance_timeout_ms=10_000,
+        client_assignors=[
+            worker_group.WorkerAssignor(
+                name="rr",
+                minimum_version=0,
+                maximum_version=0,
+                reason=0,
+                metadata_version=0,
+                metadata_bytes=b"",
+            )
+        ],
+    ),
+    ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: lambda v, tid: worker_group.ConnectGroupPrepareAssignmentRequest(
+        group_id="workers", member_id="nobody", member_epoch=1
+    ),
+    ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: lambda v, tid: worker_group.ConnectGroupInstallAssignmentRequest(
+        group_id="workers", member_id="nobody", member_epoch=1
     ),
     # Classic APIs naming a member of a group that does not exist: answered at once, UNKNOWN_MEMBER_ID.
     ApiKey.JOIN_GROUP: lambda v, tid: classic.JoinGroupRequest(

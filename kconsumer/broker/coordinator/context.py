@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...assignment.interface import ServerAssignor
 from ...assignment.validation import GroupSnapshot
@@ -15,6 +16,9 @@ from .config import CoordinatorConfig
 from .metadata import MetadataImage
 from .state import CoordinatorState, RecordWriter
 from .timers import Timers
+
+if TYPE_CHECKING:
+    from .workers.membership import WorkerRun
 
 
 @dataclass
@@ -53,6 +57,8 @@ class Context:
     now_ms: int
     #: Waiting classic JoinGroup / SyncGroup requests (soft state).
     replies: PendingReplies = field(default_factory=PendingReplies)
+    #: Worker-group assignments being computed (soft state), by group id.
+    worker_runs: dict[str, WorkerRun] = field(default_factory=dict)
 
 
 # Timer keys.

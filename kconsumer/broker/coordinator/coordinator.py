@@ -61,6 +61,8 @@ from .record_log import RecordLog
 from .records import OffsetTombstone, Record, RegexRecord
 from .state import CoordinatorState, RecordWriter
 from .timers import Timers
+from .workers import api as workers_api
+from .workers.membership import WorkerRun
 
 R = TypeVar("R")
 
@@ -113,6 +115,7 @@ class GroupCoordinator:
         self.new_member_id = new_member_id or _counter_ids()
         self.log: RecordLog | None = RecordLog() if keep_log else None
         self.replies = PendingReplies()
+        self.worker_runs: dict[str, WorkerRun] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -129,6 +132,7 @@ class GroupCoordinator:
             new_member_id=self.new_member_id,
             now_ms=now_ms,
             replies=self.replies,
+            worker_runs=self.worker_runs,
         )
 
     def _done(self, ctx: Context, response: R) -> Result[R]:
@@ -246,6 +250,17 @@ class GroupCoordinator:
         ctx = self._context(now_ms)
         return self._done(ctx, classic_api.handle(ctx, request, version, client_id, client_host))
 
+    def worker_group(
+        self, request: Message, now_ms: int, client_id: str = "", client_host: str = ""
+    ) -> Result[Message]:
+        """ConnectGroupHeartbeat, ConnectGroupPrepareAssignment or ConnectGroupInstallAssignment
+        (worker groups, docs/worker-protocol.md); a failed request writes nothing."""
+        ctx = self._context(now_ms)
+        response, failed = workers_api.handle(ctx, request, client_id, client_host)
+        if failed:
+            ctx.writer.rollback()
+        return self._done(ctx, response)
+
     def take_replies(self) -> list[tuple[int, Message]]:
         """(ticket, response) of deferred JoinGroup / SyncGroup answers ready since the last call."""
         return self.replies.take()
@@ -265,6 +280,8 @@ class GroupCoordinator:
             return self.heartbeat(request, version, now_ms, client_id, client_host)  # type: ignore[return-value]
         if key in classic_api.CLASSIC_APIS:
             return self.classic(request, version, now_ms, client_id, client_host)
+        if key in workers_api.WORKER_APIS:
+            return self.worker_group(request, now_ms, client_id, client_host)  # type: ignore[return-value]
         handlers: dict[int, Callable[[Message, int, int], Result[Message]]] = {
             ApiKey.OFFSET_COMMIT: self.offset_commit,  # type: ignore[dict-item]
             ApiKey.OFFSET_FETCH: self.offset_fetch,  # type: ignore[dict-item]
@@ -321,6 +338,9 @@ class GroupCoordinator:
             kind, group_id = key[0], key[1]
             if kind.startswith("classic-"):
                 self._poll_classic(ctx, key, payload)
+                continue
+            if kind in workers_api.TIMER_KINDS:
+                workers_api.on_timer(ctx, key, payload)
                 continue
             group = self.state.group(group_id)
             if group is None:
@@ -381,6 +401,7 @@ class GroupCoordinator:
             if coordinator.log is not None:
                 coordinator.log.append(record)
         classic_api.on_loaded(coordinator._context(now_ms))
+        workers_api.on_loaded(coordinator._context(now_ms))
         timeout = coordinator.config.session_timeout_ms
         for group in coordinator.state.groups.values():
             for member in group.members.values():

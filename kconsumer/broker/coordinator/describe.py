@@ -19,6 +19,7 @@ from .classic.describe import listed_classic_groups
 from .client_assignment import select_assignor
 from .context import Context
 from .model import ConsumerGroup, ConsumerGroupMember
+from .workers import api as workers_api
 
 #: ConsumerGroupDescribe v1 MemberType of a consumer-protocol member.
 MEMBER_TYPE_CLASSIC = 0
@@ -103,7 +104,8 @@ def _assignment(ctx: Context, items: Iterable[tuple[Uuid, Iterable[int]]]) -> De
 
 
 def list_groups(ctx: Context, request: ListGroupsRequest) -> ListGroupsResponse:
-    """Consumer groups (type ``consumer``), classic groups and simple groups (type ``classic``)."""
+    """Consumer groups (type ``consumer``), classic groups and simple groups (type ``classic``),
+    worker groups (type ``connect``)."""
     states = {s.lower() for s in request.states_filter}
     types = {t.lower() for t in request.types_filter}
     listed = []
@@ -116,6 +118,7 @@ def list_groups(ctx: Context, request: ListGroupsRequest) -> ListGroupsResponse:
                 )
             )
     listed.extend(listed_classic_groups(ctx, states, types))
+    listed.extend(workers_api.listed(ctx, states, types))
     for group_id in sorted(ctx.state.simple_groups - set(ctx.state.groups) - set(ctx.state.classic_groups)):
         if (not states or "empty" in states) and (not types or "classic" in types):
             listed.append(

@@ -314,6 +314,8 @@ def _take_over_classic_group(ctx: Context, group_id: str, epoch: int) -> None:
     """A classic group of that id: deleted if empty and the member joins; a
     non-empty one is converted into a consumer group if the migration policy allows it (Kafka's
     getOrMaybeCreateConsumerGroup), else it is not a consumer group."""
+    if group_id in ctx.state.worker_groups:
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
     classic = ctx.state.classic_groups.get(group_id)
     if classic is None:
         return

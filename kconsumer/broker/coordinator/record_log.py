@@ -35,6 +35,8 @@ from .records import (
     TargetMemberRecord,
     TargetMemberTombstone,
     TargetMetadataRecord,
+    WorkerGroupRecord,
+    WorkerGroupTombstone,
 )
 
 _TOMBSTONES = (
@@ -47,6 +49,7 @@ _TOMBSTONES = (
     SimpleGroupTombstone,
     ClassicGroupTombstone,
     ConsumerGroupTombstone,
+    WorkerGroupTombstone,
 )
 
 #: Keys of records about a consumer group (not its offsets).
@@ -79,6 +82,8 @@ def record_key(record: Record) -> tuple[Any, ...]:
         return ("classic-group", record.group_id)
     if isinstance(record, ConsumerGroupTombstone):
         return ("group", record.group_id)
+    if isinstance(record, WorkerGroupRecord | WorkerGroupTombstone):
+        return ("worker-group", record.group_id)
     raise TypeError(f"not a coordinator record: {record!r}")
 
 

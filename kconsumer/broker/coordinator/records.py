@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ...protocol.uuid import Uuid
 from .classic.model import ClassicGroup
 from .model import CurrentAssignment, MemberRegistration, ResolvedRegex, TargetMember
+from .workers.model import WorkerGroup
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,21 @@ class ConsumerGroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True)
+class WorkerGroupRecord:
+    """A worker group's next version (the whole group: docs/worker-protocol.md §6)."""
+
+    group_id: str
+    group: WorkerGroup
+
+
+@dataclass(frozen=True)
+class WorkerGroupTombstone:
+    """A worker group is deleted (its last worker left)."""
+
+    group_id: str
+
+
 Record = (
     GroupEpochRecord
     | MemberMetadataRecord
@@ -200,4 +216,6 @@ Record = (
     | ClassicGroupRecord
     | ClassicGroupTombstone
     | ConsumerGroupTombstone
+    | WorkerGroupRecord
+    | WorkerGroupTombstone
 )

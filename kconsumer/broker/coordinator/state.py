@@ -30,7 +30,10 @@ from .records import (
     TargetMemberRecord,
     TargetMemberTombstone,
     TargetMetadataRecord,
+    WorkerGroupRecord,
+    WorkerGroupTombstone,
 )
+from .workers.model import WorkerGroup
 
 
 class CoordinatorState:
@@ -46,6 +49,7 @@ class CoordinatorState:
         #: Each classic group as its last durable record has it (what a coordinator taking over
         #: loads; the in-memory rebalance progress since then is not logged).
         self.classic_durable: dict[str, ClassicGroup] = {}
+        self.worker_groups: dict[str, WorkerGroup] = {}
         self._handlers: dict[type[Any], Callable[[Any], None]] = {
             GroupEpochRecord: self._group_epoch,
             MemberMetadataRecord: self._member_metadata,
@@ -66,6 +70,8 @@ class CoordinatorState:
             ClassicGroupRecord: self._classic_group,
             ClassicGroupTombstone: self._classic_group_tombstone,
             ConsumerGroupTombstone: self._consumer_group_tombstone,
+            WorkerGroupRecord: self._worker_group,
+            WorkerGroupTombstone: self._worker_group_tombstone,
         }
 
     def replay(self, record: Record) -> None:
@@ -98,6 +104,9 @@ class CoordinatorState:
                 _restore(self.classic_durable, record.group_id, durable)
 
             return undo_classic
+        if isinstance(record, (WorkerGroupRecord, WorkerGroupTombstone)):
+            workers = self.worker_groups.get(record.group_id)
+            return lambda: _restore(self.worker_groups, record.group_id, workers)
         group = self.groups.get(record.group_id)
         if isinstance(record, ConsumerGroupTombstone):
             return lambda: _restore(self.groups, record.group_id, group)
@@ -172,6 +181,7 @@ class CoordinatorState:
             },
             "simple_groups": sorted(self.simple_groups),
             "classic_groups": dict(sorted(self.classic_durable.items())),
+            "worker_groups": dict(sorted(self.worker_groups.items())),
         }
 
     # -- replay handlers ---------------------------------------------------------------------
@@ -295,6 +305,12 @@ class CoordinatorState:
 
     def _consumer_group_tombstone(self, record: ConsumerGroupTombstone) -> None:
         self.groups.pop(record.group_id, None)
+
+    def _worker_group(self, record: WorkerGroupRecord) -> None:
+        self.worker_groups[record.group_id] = record.group
+
+    def _worker_group_tombstone(self, record: WorkerGroupTombstone) -> None:
+        self.worker_groups.pop(record.group_id, None)
 
 
 class RecordWriter:

@@ -77,6 +77,9 @@ COORDINATOR_APIS = frozenset(
         ApiKey.LEAVE_GROUP,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.CONNECT_GROUP_HEARTBEAT,
+        ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT,
+        ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT,
     }
 )
 #: Coordinator APIs that name a group, so a moved coordinator answers them NOT_COORDINATOR.

@@ -18,6 +18,7 @@ from . import (
     producer_ids,
     sasl,
     transactions,
+    worker_group,
 )
 
 _MODULES = (
@@ -35,6 +36,7 @@ _MODULES = (
     producer_ids,
     sasl,
     transactions,
+    worker_group,
 )
 
 

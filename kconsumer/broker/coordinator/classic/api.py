@@ -12,6 +12,7 @@ from ....protocol.messages.classic_group import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     SyncGroupRequest,
@@ -37,6 +38,8 @@ def handle(
     if isinstance(request, DescribeGroupsRequest):
         return describe_groups(ctx, request, version)
     group_id = vars(request)["group_id"]
+    if group_id in ctx.state.worker_groups:
+        return refuse_worker_group(request)
     consumer_group = ctx.state.group(group_id)
     if isinstance(request, JoinGroupRequest):
         request, refusal = join.checked(ctx, request, version)
@@ -91,3 +94,17 @@ def on_loaded(ctx: Context) -> None:
         loaded = rebalance.write(ctx, group.loaded())
         for member_id in loaded.members:
             rebalance.reschedule_heartbeat(ctx, loaded, member_id)
+
+
+def refuse_worker_group(request: Message) -> Message:
+    """A classic request for a worker group: its JoinGroup is INCONSISTENT_GROUP_PROTOCOL (the
+    group speaks ConnectGroupHeartbeat), anything else comes from no member of it."""
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(
+            error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id
+        )
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)

@@ -16,6 +16,7 @@ from ....protocol.messages.classic_group import (
 )
 from ....protocol.messages.list_groups import ListedGroup
 from ..context import Context
+from ..workers import api as workers_api
 from .model import ClassicGroup, ClassicState
 
 #: DescribeGroups v6 answers a missing group GROUP_ID_NOT_FOUND (a Dead group before).
@@ -46,6 +47,8 @@ def describe_groups(ctx: Context, request: DescribeGroupsRequest, version: int) 
                     ],
                 )
             )
+        elif (workers := ctx.state.worker_groups.get(group_id)) is not None:
+            described.append(workers_api.described(workers))
         elif group_id in ctx.state.simple_groups:
             described.append(DescribedGroup(group_id=group_id, group_state=ClassicState.EMPTY.value))
         elif version >= NOT_FOUND_VERSION:

@@ -1,0 +1,66 @@
+"""Writing a worker group's changes: saving the group, removing workers, bumping the epoch, and
+the timers that watch workers (session, revocation, assignment deadline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..context import Context
+from ..records import WorkerGroupRecord, WorkerGroupTombstone
+from .model import WorkerGroup
+
+
+@dataclass
+class WorkerRun:
+    """An assignment the coordinator asked one worker to compute (soft state: after a failover
+    the next heartbeat asks again)."""
+
+    assignor: str
+    chosen: str
+    requested_epoch: int
+    deadline_ms: int
+    #: Workers already asked for this epoch (an expired deadline asks another one first).
+    tried: set[str] = field(default_factory=set)
+    #: Whether the chosen worker fetched the group (its heartbeats stop asking it to compute).
+    prepared: bool = False
+
+
+def session_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("worker-session", group_id, member_id)
+
+
+def revocation_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A worker told to stop units must confirm within its rebalance timeout."""
+    return ("worker-rebalance", group_id, member_id)
+
+
+def assignment_timer(group_id: str) -> tuple[str, str]:
+    """The chosen worker must install an assignment within its rebalance timeout."""
+    return ("worker-assignment", group_id)
+
+
+def save(ctx: Context, group: WorkerGroup) -> WorkerGroup:
+    """Write the group's next version (a group without workers is deleted)."""
+    if group.workers:
+        ctx.writer.write(WorkerGroupRecord(group.group_id, group))
+    elif group.group_id in ctx.state.worker_groups:
+        ctx.writer.write(WorkerGroupTombstone(group.group_id))
+    return group
+
+
+def bump(group: WorkerGroup) -> WorkerGroup:
+    """The next group epoch: a new target must be computed."""
+    return replace(group, group_epoch=group.group_epoch + 1)
+
+
+def remove_worker(ctx: Context, group: WorkerGroup, member_id: str) -> WorkerGroup:
+    """The group without the worker (its units are free at once: it stopped them, or it was
+    fenced), at the next epoch, saved; its timers cancelled, its computation abandoned."""
+    group_id = group.group_id
+    for key in (session_timer(group_id, member_id), revocation_timer(group_id, member_id)):
+        ctx.timers.cancel(key)
+    run = ctx.worker_runs.get(group_id)
+    if run is not None and run.chosen == member_id:
+        del ctx.worker_runs[group_id]
+        ctx.timers.cancel(assignment_timer(group_id))
+    return save(ctx, bump(group.without_worker(member_id)))
