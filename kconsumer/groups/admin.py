@@ -75,6 +75,10 @@ class GroupAdminError(KConsumerError):
     """A group-administration request failed (the message says which and why)."""
 
 
+class ApiUnsupportedError(GroupAdminError):
+    """The broker lacks an API the request needs (or every version both sides implement)."""
+
+
 class DescribeUnsupportedError(GroupAdminError):
     """The coordinator implements neither ConsumerGroupDescribe nor DescribeGroups (librdkafka's
     mock cluster): a group's members cannot be seen, only its offsets."""
@@ -120,7 +124,7 @@ class GroupAdmin:
             version = common_version(api_key, versions, max_version)
             return await connection.request(build(version), version), version
         except NoCommonVersionError as exc:
-            raise GroupAdminError(f"{address}: {exc}") from None
+            raise ApiUnsupportedError(f"{address}: {exc}") from None
         except GroupAdminError:
             raise
         except KConsumerError as exc:  # TransportError, AuthenticationFailedError
@@ -161,6 +165,24 @@ class GroupAdmin:
             except TransportError as exc:
                 failures.append(str(exc))
         raise GroupAdminError("no broker answered: " + "; ".join(failures))
+
+    async def send_to_coordinator(
+        self, group_id: str, api_key: int, build: Callable[[int], Message]
+    ) -> Message:
+        """One request to the group's coordinator (found first when unknown), the answer as it
+        comes: judging its error is the caller's (`forget_coordinator` after NOT_COORDINATOR).
+        Raises TransportError (the coordinator is found again next time) or GroupAdminError."""
+        node = await self.coordinator(group_id)
+        try:
+            response, _version = await self._send(node, api_key, build)
+        except TransportError:
+            self._coordinators.pop(group_id, None)
+            raise
+        return response
+
+    def forget_coordinator(self, group_id: str) -> None:
+        """Find the group's coordinator again before the next request (it moved)."""
+        self._coordinators.pop(group_id, None)
 
     async def _to_coordinator(
         self,

@@ -1,0 +1,158 @@
+"""`WorkerGroup`: a worker of a worker group, for threaded applications (docs/workers.md).
+
+The worker's membership runs on a background thread (its own asyncio loop); the application's
+callbacks run on the caller's thread, inside `poll`. A unit is started by ``on_assigned`` and
+stopped by ``on_revoked`` (handed to another worker) or ``on_lost`` (membership lost: fenced,
+or the lease ran out); the coordinator is told a unit was stopped only after the callback
+returned, and no other worker is given it before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from ..assignment.work_units import WorkUnits
+from ..errors import KConsumerError
+from .assignors import WorkerAssignor
+from .core import CallbackKind, RunCallback, WorkerState
+from .runner import REASON_REQUESTED, make_runner
+
+logger = logging.getLogger("kconsumer.workers")
+
+Callback = Callable[[WorkUnits], object]
+
+
+class WorkerGroupError(KConsumerError):
+    """The worker cannot go on (the message says why: an error from the coordinator, or a
+    coordinator without worker groups)."""
+
+
+class WorkerGroup:
+    """A worker: joins `group.id` at construction, runs callbacks in `poll`, leaves at `close`.
+
+    `work` returns the units the group must run: a mapping of connector name to task count, or
+    `WorkUnits`. The worker the coordinator chooses to assign calls it; every worker should
+    return the same answer, and a worker whose declaration changed calls `request_rebalance`.
+    `assignors` default to the incremental cooperative assignor (with
+    ``scheduled.rebalance.max.delay.ms``) then round-robin.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        work: Callable[[], Any],
+        on_assigned: Callback | None = None,
+        on_revoked: Callback | None = None,
+        on_lost: Callback | None = None,
+        assignors: list[WorkerAssignor] | None = None,
+    ) -> None:
+        self._callbacks: queue.SimpleQueue[RunCallback] = queue.SimpleQueue()
+        self._runner = make_runner(config, work, assignors, self._callbacks.put)
+        self._handlers = {
+            CallbackKind.ASSIGNED: on_assigned,
+            CallbackKind.REVOKED: on_revoked,
+            CallbackKind.LOST: on_lost or on_revoked,
+        }
+        self._started = threading.Event()
+        self._runner_task: asyncio.Future[None] | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"kconsumer-worker-{self.member_id[:8]}", daemon=True
+        )
+        self._thread.start()
+        self._started.wait()
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._runner_task = asyncio.ensure_future(self._runner.run())
+            await asyncio.sleep(0)  # the runner has its loop now
+            self._started.set()
+            await self._runner_task
+
+        try:
+            asyncio.run(main())
+        except asyncio.CancelledError:
+            logger.info("worker %s stopped without leaving", self.member_id)
+        finally:
+            self._started.set()
+
+    # -- what the application sees --------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str:
+        return self._runner.core.settings.member_id
+
+    @property
+    def assignment(self) -> WorkUnits:
+        """The units this worker runs now (on_assigned returned, on_revoked / on_lost not yet)."""
+        return self._runner.core.owned
+
+    @property
+    def state(self) -> str:
+        """``joining``, ``stable``, ``reconciling``, ``losing``, ``leaving``, ``closed`` or ``failed``."""
+        return self._runner.core.state.value
+
+    @property
+    def closed(self) -> bool:
+        return not self._thread.is_alive()
+
+    def poll(self, timeout: float = 1.0) -> bool:
+        """Run the next callback due (waiting up to `timeout` seconds); True if one ran.
+        Raises WorkerGroupError once the worker failed. A callback's exception propagates after
+        the worker counts the callback as done (its units as started, or stopped)."""
+        self._raise_failure()
+        try:
+            work = self._callbacks.get(timeout=timeout) if timeout > 0 else self._callbacks.get_nowait()
+        except queue.Empty:
+            self._raise_failure()
+            return False
+        handler = self._handlers[work.kind]
+        try:
+            if handler is not None:
+                handler(work.units)
+        finally:
+            self._runner.post(self._runner.core.callback_done)
+        return True
+
+    def request_rebalance(self, reason: str = "requested") -> None:
+        """Ask the group for a new assignment (say, the declared work changed)."""
+        logger.info("worker %s asks for a rebalance: %s", self.member_id, reason)
+        self._runner.post(lambda now: self._runner.core.request_rebalance(REASON_REQUESTED, now))
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop every unit (``on_revoked``, on this thread), leave the group and stop the
+        background thread. Waits up to `timeout` seconds."""
+        if self.closed:
+            return
+        self._runner.post(self._runner.core.close)
+        deadline = threading.Event()
+        timer = threading.Timer(timeout, deadline.set)
+        timer.start()
+        try:
+            while self._thread.is_alive() and not deadline.is_set():
+                self.poll(0.05)
+        except WorkerGroupError:
+            pass
+        finally:
+            timer.cancel()
+        if self._thread.is_alive():
+            logger.warning("worker %s did not close within %.1f s", self.member_id, timeout)
+
+    def _raise_failure(self) -> None:
+        failure = self._runner.failure
+        if failure is not None and self._runner.core.state is WorkerState.FAILED:
+            raise WorkerGroupError(f"worker {self.member_id} failed: {failure.error.name}: {failure.message}")
+
+    def __enter__(self) -> WorkerGroup:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,321 @@
+"""`WorkerRunner`: drives a `WorkerCore` over the network in one asyncio loop.
+
+It sends the core's heartbeats, feeds their answers back, computes the group's assignment when
+the coordinator chooses this worker (PrepareAssignment, the assignor, InstallAssignment), and
+hands the application's callbacks to a `deliver` function: the sync `WorkerGroup` queues them
+for the caller's thread, `AIOWorkerGroup` runs them on the loop. Both report back with
+`callback_done`. Everything the core decides stays in the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..assignment.work_units import WorkUnits
+from ..client.runtime.connection import TransportError
+from ..errors import ConfigError, ErrorCode, KConsumerError
+from ..groups.admin import ApiUnsupportedError, GroupAdmin, GroupAdminError
+from ..protocol.api import ApiKey
+from ..protocol.messages.worker_group import (
+    ConnectGroupHeartbeatResponse,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupInstallAssignmentResponse,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectGroupPrepareAssignmentResponse,
+    InstalledWorker,
+)
+from ..protocol.messages.worker_group import (
+    WorkerAssignor as AnnouncedWorkerAssignor,
+)
+from .assignors import (
+    GroupView,
+    IncrementalCooperativeAssignor,
+    RoundRobinAssignor,
+    WorkerAssignor,
+    WorkerView,
+)
+from .config import parse_config
+from .core import (
+    ComputeAssignment,
+    Effect,
+    Failed,
+    RunCallback,
+    SendHeartbeat,
+    WorkerCore,
+    WorkerSettings,
+    WorkerState,
+)
+
+logger = logging.getLogger("kconsumer.workers")
+
+#: Rebalance reasons on the wire (int8, docs/worker-protocol.md §2).
+REASON_REQUESTED = 1
+REASON_DELAY_ENDED = 2
+
+
+class WorkersUnsupportedError(KConsumerError):
+    """The coordinator does not implement worker groups (only kconsumer's reference cluster does)."""
+
+
+def announce(assignor: WorkerAssignor) -> AnnouncedWorkerAssignor:
+    version, metadata = assignor.metadata()
+    return AnnouncedWorkerAssignor(
+        name=assignor.name,
+        minimum_version=assignor.minimum_version,
+        maximum_version=assignor.maximum_version,
+        reason=0,
+        metadata_version=version,
+        metadata_bytes=metadata,
+    )
+
+
+class WorkerRunner:
+    """One worker's I/O (see the module docstring). Call `post` from any thread."""
+
+    def __init__(
+        self,
+        core: WorkerCore,
+        admin: GroupAdmin,
+        assignors: list[WorkerAssignor],
+        work: Callable[[], WorkUnits],
+        deliver: Callable[[RunCallback], None],
+    ) -> None:
+        self.core = core
+        self.admin = admin
+        self.assignors = {a.name: a for a in assignors}
+        self.work = work
+        self.deliver = deliver
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._inbox: list[Callable[[int], list[Effect]]] = []
+        self._wake: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.failure: Failed | None = None
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.monotonic() * 1000)
+
+    # -- from other threads (or the loop itself) ------------------------------------------------
+
+    def post(self, event: Callable[[int], list[Effect]]) -> None:
+        """Feed an event (a core method taking `now_ms`) to the core on the loop's thread."""
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError("the worker is not running")
+        if not loop.is_closed():  # a closed loop: the worker is gone, nothing listens any more
+            loop.call_soon_threadsafe(self._enqueue, event)
+
+    def _enqueue(self, event: Callable[[int], list[Effect]]) -> None:
+        self._inbox.append(event)
+        if self._wake is not None:
+            self._wake.set()
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Join, run until the core is closed or failed, then release the connections."""
+        self.loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        try:
+            self._apply(self.core.start(self.now_ms()))
+            while self.core.state not in (WorkerState.CLOSED, WorkerState.FAILED):
+                deadline = self.core.next_deadline()
+                timeout = None if deadline is None else max(deadline - self.now_ms(), 0) / 1000
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                self._wake.clear()
+                inbox, self._inbox = self._inbox, []
+                for event in inbox:
+                    self._apply(event(self.now_ms()))
+                self._apply(self.core.tick(self.now_ms()))
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            await self.admin.__aexit__(None, None, None)
+
+    def _apply(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, SendHeartbeat):
+                self._spawn(self._heartbeat(effect))
+            elif isinstance(effect, RunCallback):
+                self.deliver(effect)
+            elif isinstance(effect, ComputeAssignment):
+                self._spawn(self._compute(effect.member_epoch))
+            elif isinstance(effect, Failed):
+                self.failure = effect
+                logger.error("worker %s failed: %s", self.core.settings.member_id, effect.message)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _heartbeat(self, effect: SendHeartbeat) -> None:
+        sent = self.now_ms()
+        group_id = self.core.settings.group_id
+        try:
+            response = await self.admin.send_to_coordinator(
+                group_id, ApiKey.CONNECT_GROUP_HEARTBEAT, lambda _v: effect.request
+            )
+        except ApiUnsupportedError as exc:
+            self._unsupported(str(exc))
+            return
+        except (TransportError, GroupAdminError) as exc:
+            logger.info("worker heartbeat failed: %s", exc)
+            self._enqueue(self.core.failed)
+            return
+        assert isinstance(response, ConnectGroupHeartbeatResponse)
+        if ErrorCode.of(response.error_code) in (
+            ErrorCode.NOT_COORDINATOR,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ):
+            self.admin.forget_coordinator(group_id)
+        self._enqueue(lambda now: self.core.answered(response, sent, now))
+
+    def _unsupported(self, detail: str) -> None:
+        message = (
+            "the group coordinator does not implement worker groups (ConnectGroupHeartbeat, API key "
+            f"32002): they are a kconsumer extension served by its reference cluster ({detail})"
+        )
+        self._enqueue(lambda _now: self.core.fail(ErrorCode.UNSUPPORTED_VERSION, message))
+
+    async def _compute(self, member_epoch: int) -> None:
+        """Prepare, assign with the group's assignor, install; then heartbeat at once."""
+        settings = self.core.settings
+        prepared = await self._ask(
+            ConnectGroupPrepareAssignmentRequest(
+                group_id=settings.group_id, member_id=settings.member_id, member_epoch=member_epoch
+            )
+        )
+        if not isinstance(prepared, ConnectGroupPrepareAssignmentResponse) or prepared.error_code:
+            return  # not chosen any more, or fenced: the coordinator chooses again
+        assignor = self.assignors.get(prepared.assignor_name)
+        if assignor is None:
+            logger.error("the group chose assignor %r, which this worker lacks", prepared.assignor_name)
+            return
+        view = GroupView(
+            group_epoch=prepared.group_epoch,
+            workers=tuple(
+                WorkerView(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    owned=WorkUnits.from_wire(m.owned),
+                    target=WorkUnits.from_wire(m.target),
+                    metadata_version=m.metadata_version,
+                    metadata=m.metadata_bytes,
+                    reason=m.reason,
+                    away=m.member_epoch < 0,
+                )
+                for m in prepared.members
+            ),
+            state=prepared.assignor_state,
+            state_version=prepared.assignor_state_version,
+            now_ms=int(time.time() * 1000),
+        )
+        try:
+            computed = assignor.assign(view, self.work())
+        except Exception:
+            logger.exception("assignor %s failed; the coordinator will choose again", assignor.name)
+            return
+        known = {w.member_id for w in view.workers}
+        install = ConnectGroupInstallAssignmentRequest(
+            group_id=settings.group_id,
+            member_id=settings.member_id,
+            member_epoch=member_epoch,
+            group_epoch=prepared.group_epoch,
+            error=computed.error,
+            members=[
+                InstalledWorker(
+                    member_id=member_id,
+                    units=units.to_wire(),
+                    metadata_version=computed.metadata.get(member_id, (0, b""))[0],
+                    metadata_bytes=computed.metadata.get(member_id, (0, b""))[1],
+                )
+                for member_id, units in sorted(computed.units.items())
+                if member_id in known
+            ],
+            assignor_state_version=computed.state_version,
+            assignor_state=computed.state,
+        )
+        installed = await self._ask(install)
+        if isinstance(installed, ConnectGroupInstallAssignmentResponse) and installed.error_code:
+            logger.warning(
+                "installing the assignment failed: %s %s",
+                ErrorCode.of(installed.error_code).name,
+                installed.error_message or "",
+            )
+            return
+        if computed.rebalance_in_ms is not None:
+            assert self.loop is not None
+            self.loop.call_later(
+                computed.rebalance_in_ms / 1000,
+                self._enqueue,
+                lambda now: self.core.request_rebalance(REASON_DELAY_ENDED, now),
+            )
+        self._enqueue(self.core.heartbeat_now)
+
+    async def _ask(self, request: Any) -> Any:
+        try:
+            return await self.admin.send_to_coordinator(
+                self.core.settings.group_id, request.API_KEY, lambda _v: request
+            )
+        except (TransportError, GroupAdminError) as exc:
+            logger.info("%s failed: %s", type(request).__name__, exc)
+            return None
+
+
+def declared_work(work: Callable[[], Any]) -> Callable[[], WorkUnits]:
+    """The application's declaration as WorkUnits: it returns either WorkUnits or a mapping of
+    connector name to task count (``{"tenant-a": 2}``: the connector and its tasks 0 and 1)."""
+
+    def units() -> WorkUnits:
+        declared = work()
+        if isinstance(declared, WorkUnits):
+            return declared
+        tasks = [(str(name), task) for name, count in declared.items() for task in range(int(count))]
+        return WorkUnits.of((str(name) for name in declared), tasks)
+
+    return units
+
+
+def make_runner(
+    settings: Mapping[str, Any],
+    work: Callable[[], Any],
+    assignors: list[WorkerAssignor] | None,
+    deliver: Callable[[RunCallback], None],
+) -> WorkerRunner:
+    """A runner for a worker configured by `settings` (ConfigError naming a bad key)."""
+    config = parse_config(settings)
+    chosen = assignors if assignors is not None else default_assignors(config.scheduled_delay_ms)
+    names = [a.name for a in chosen]
+    if not chosen or any(not name for name in names) or len(set(names)) != len(names):
+        raise ConfigError("assignors", f"need at least one, with unique non-empty names, got {names}")
+    core = WorkerCore(
+        WorkerSettings(
+            group_id=config.group_id,
+            member_id=str(uuid.uuid4()),
+            instance_id=config.instance_id,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            lease_ms=config.lease_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=config.retry_backoff_max_ms,
+        ),
+        [announce(a) for a in chosen],
+    )
+    admin = GroupAdmin(
+        config.bootstrap_servers,
+        {"client.id": config.client_id, **config.security},
+        timeout_s=config.request_timeout_ms / 1000,
+    )
+    return WorkerRunner(core, admin, chosen, declared_work(work), deliver)
+
+
+def default_assignors(scheduled_delay_ms: int) -> list[WorkerAssignor]:
+    """The incremental cooperative assignor first, round-robin as the fallback."""
+    return [IncrementalCooperativeAssignor(scheduled_delay_ms), RoundRobinAssignor()]
