@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from ..broker.coordinator import CoordinatorConfig
 from ..broker.coordinator.classic.model import ClassicGroup
 from ..broker.coordinator.model import ConsumerGroup, ConsumerGroupMember
+from ..broker.coordinator.workers.model import WorkerGroup as WorkerGroupState
 from ..broker.server import Broker, ReferenceServer, ServerConfig
 from ..broker.server.config import Listener
 from ..broker.server.connection import ConnectionInfo
@@ -416,6 +417,12 @@ class ReferenceCluster(ClusterBrokers):
             )
 
         return self._call(describe)
+
+    def worker_group(self, group_id: str) -> WorkerGroupState | None:
+        """The worker group as the coordinator holds it now (an immutable value), or None."""
+        return self._call(
+            lambda broker: broker.coordinators.of_group(group_id).state.worker_groups.get(group_id)
+        )
 
     def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
         """The classic group as DescribeGroups shows it (state, protocol, members with their

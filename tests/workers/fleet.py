@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconsumer.workers import WorkerGroup, WorkUnits
-
 from waiting import wait_until
+
+from kconsumer.workers import WorkerGroup, WorkUnits
 
 
 @dataclass
@@ -56,7 +56,9 @@ class Ledger:
 class FleetWorker:
     """One worker and the thread that polls it."""
 
-    def __init__(self, name: str, config: dict[str, Any], work: Callable[[], Any], ledger: Ledger, **kwargs: Any) -> None:
+    def __init__(
+        self, name: str, config: dict[str, Any], work: Callable[[], Any], ledger: Ledger, **kwargs: Any
+    ) -> None:
         self.name = name
         self.ledger = ledger
         self.group = WorkerGroup(
@@ -98,7 +100,9 @@ class FleetWorker:
         self.group._thread.join(5)
 
 
-def wait_spread(ledger: Ledger, workers: list[FleetWorker], units: int, timeout: float = 20.0) -> dict[str, set[str]]:
+def wait_spread(
+    ledger: Ledger, workers: list[FleetWorker], units: int, timeout: float = 20.0
+) -> dict[str, set[str]]:
     """Wait until `units` units run, each worker running some, and return who runs what."""
 
     def spread() -> bool:

@@ -330,3 +330,21 @@ def test_worker_groups_are_listed_and_described_and_refuse_classic_joins() -> No
     )
     refused = cluster.coordinator.handle(join, 5, 0).response
     assert refused.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # type: ignore[union-attr]
+
+
+def test_an_install_may_carry_the_epoch_the_worker_prepared_at() -> None:
+    """The chosen worker heartbeats while it computes; a heartbeat that moves it to a newer epoch
+    does not void its computation."""
+    cluster = Cluster()
+    _two_workers(cluster)  # a is chosen again by the join of b and installs
+    cluster.heartbeat("b", assignors=[assignor(reason=1)])  # asks for a new assignment
+    assert cluster.heartbeat("a").error_code == ErrorCode.COMPUTE_ASSIGNMENT
+    prepared_at = cluster.epochs["a"]
+    prepared = cluster.prepare("a")
+    cluster.heartbeat("a", owned=units("c", "c-0"))  # confirms its revocation: a newer epoch
+    assert cluster.epochs["a"] > prepared_at
+    target = {"a": units("c"), "b": units("c-0", "c-1")}
+    cluster.epochs["a"] = prepared_at - 1  # neither its epoch nor the one it prepared at
+    assert cluster.install("a", prepared.group_epoch, target) == ErrorCode.FENCED_MEMBER_EPOCH
+    cluster.epochs["a"] = prepared_at
+    assert cluster.install("a", prepared.group_epoch, target) == 0

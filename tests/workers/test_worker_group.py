@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fleet import FleetWorker, Ledger, wait_spread
+from waiting import wait_until
 
 from kconsumer.testing import ReferenceCluster
-
-from waiting import wait_until
-from fleet import FleetWorker, Ledger, wait_spread
 
 
 @pytest.fixture
@@ -43,3 +42,124 @@ def test_two_workers_share_the_units_and_a_clean_leave_hands_them_over(cluster: 
     b.close()
     assert not ledger.violations
     assert ledger.holders() == {}
+
+
+def _moved_after_stop(ledger: Ledger, unit: str, old: str, new: str, stop: str = "stop") -> None:
+    stopped, started = ledger.first(stop, old, unit), ledger.first("start", new, unit)
+    assert stopped is not None and started is not None, ledger.events
+    assert stopped <= started, f"{new} started {unit} before {old} stopped it"
+
+
+def test_a_crashed_worker_s_units_move_after_its_session_times_out(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    work = {"c": 3}
+    a = FleetWorker("a", config(cluster), lambda: work, ledger)
+    b = FleetWorker("b", config(cluster), lambda: work, ledger)
+    holders = wait_spread(ledger, [a, b], 4)
+    lost = holders["a"]
+    a.crash()
+    wait_until(lambda: ledger.holders().get("b") == {"c", "c-0", "c-1", "c-2"}, 15)
+    for unit in lost:
+        _moved_after_stop(ledger, unit, "a", "b", "crash")
+    b.close()
+    assert not ledger.violations
+
+
+def test_connectors_added_and_removed_and_task_counts_changed(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    work = {"c": 1}
+    a = FleetWorker("a", config(cluster), lambda: dict(work), ledger)
+    b = FleetWorker("b", config(cluster), lambda: dict(work), ledger)
+    wait_spread(ledger, [a, b], 2)
+    work["d"] = 2  # a connector added
+    b.group.request_rebalance("connector d added")
+    wait_until(lambda: sum(map(len, ledger.holders().values())) == 5, 10, describe=ledger.holders)
+    work["c"] = 3  # more tasks
+    a.group.request_rebalance("c has 3 tasks")
+    wait_until(lambda: sum(map(len, ledger.holders().values())) == 7, 10, describe=ledger.holders)
+    del work["d"]  # a connector removed: its units are stopped
+    a.group.request_rebalance("connector d removed")
+    expected = {"c", "c-0", "c-1", "c-2"}
+    wait_until(lambda: set().union(*ledger.holders().values()) == expected, 10, describe=ledger.holders)
+    for unit in ("d", "d-0", "d-1"):
+        assert any(ledger.first("stop", w, unit) for w in ("a", "b")), unit
+    a.close()
+    b.close()
+    assert not ledger.violations
+
+
+def test_a_worker_cut_off_from_the_coordinator_stops_its_units_before_another_starts_them(
+    cluster: ReferenceCluster,
+) -> None:
+    """Fencing: the lease (2 s) ends before the coordinator's session timeout (3 s), so the
+    cut-off worker's on_lost runs before the survivor's on_assigned, unit by unit."""
+    ledger = Ledger()
+    work = {"c": 3}
+    a = FleetWorker("a", config(cluster), lambda: work, ledger)
+    b = FleetWorker("b", config(cluster), lambda: work, ledger)
+    holders = wait_spread(ledger, [a, b], 4)
+    cut_off = holders["a"]
+
+    async def unreachable(*_args: Any, **_kwargs: Any) -> Any:
+        from kconsumer.client.runtime.connection import TransportError
+
+        raise TransportError("cut off by the test")
+
+    a.group._runner.admin.send_to_coordinator = unreachable  # type: ignore[method-assign]
+    wait_until(lambda: ledger.holders().get("b") == {"c", "c-0", "c-1", "c-2"}, 15, describe=ledger.holders)
+    for unit in cut_off:
+        _moved_after_stop(ledger, unit, "a", "b", "lost")
+    assert not ledger.violations
+    b.close()
+    a.close()
+
+
+def test_a_static_worker_back_within_its_session_timeout_keeps_its_units(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    work = {"c": 3}
+    static = config(cluster, **{"group.instance.id": "worker-a"})
+    a = FleetWorker("a", static, lambda: work, ledger)
+    b = FleetWorker("b", config(cluster), lambda: work, ledger)
+    holders = wait_spread(ledger, [a, b], 4)
+    a.close()  # a static worker's leave keeps its units reserved (epoch -2)
+    again = FleetWorker("a", static, lambda: work, ledger)
+    wait_until(lambda: ledger.holders().get("a") == holders["a"], 10, describe=ledger.holders)
+    assert ledger.holders()["b"] == holders["b"]
+    assert not [e for e in ledger.events if e[2] == "b" and e[1] != "start"], "b was never asked to move"
+    again.close()
+    b.close()
+    assert not ledger.violations
+
+
+def test_a_worker_back_within_the_scheduled_delay_gets_its_units_back(cluster: ReferenceCluster) -> None:
+    """The incremental cooperative rule: a crashed worker's units wait for it (here 6 s) instead
+    of moving to the survivor; the worker that comes back gets them."""
+    ledger = Ledger()
+    work = {"c": 3}
+    delayed = config(cluster, **{"scheduled.rebalance.max.delay.ms": 6_000})
+    a = FleetWorker("a", delayed, lambda: work, ledger)
+    b = FleetWorker("b", delayed, lambda: work, ledger)
+    holders = wait_spread(ledger, [a, b], 4)
+    a.crash()
+    wait_until(lambda: len(cluster.worker_group("pollers").workers) == 1, 10)  # type: ignore[union-attr]  # a's session timed out
+    back = FleetWorker("a2", delayed, lambda: work, ledger)
+    wait_until(lambda: ledger.holders().get("a2") == holders["a"], 10, describe=ledger.holders)
+    assert ledger.holders()["b"] == holders["b"]
+    back.close()
+    b.close()
+    assert not ledger.violations
+
+
+def test_held_back_units_go_to_the_survivors_when_the_delay_ends(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    work = {"c": 3}
+    delayed = config(cluster, **{"scheduled.rebalance.max.delay.ms": 2_000})
+    a = FleetWorker("a", delayed, lambda: work, ledger)
+    b = FleetWorker("b", delayed, lambda: work, ledger)
+    wait_spread(ledger, [a, b], 4)
+    a.crash()
+    wait_until(lambda: len(cluster.worker_group("pollers").workers) == 1, 10)  # type: ignore[union-attr]
+    assert len(ledger.holders()["b"]) == 2  # held back meanwhile
+    wait_until(lambda: len(ledger.holders().get("b", ())) == 4, 10, describe=ledger.holders)
+    b.close()
+    assert not ledger.violations

@@ -84,8 +84,11 @@ def on_deadline(ctx: Context, group: WorkerGroup) -> None:
         chosen_run(ctx, group)
 
 
-def _chosen_worker(ctx: Context, group_id: str, member_id: str, member_epoch: int) -> WorkerGroup:
-    """The checks both APIs share (§5): the group, the worker, its epoch, that it was chosen."""
+def _chosen_worker(
+    ctx: Context, group_id: str, member_id: str, member_epoch: int, installing: bool = False
+) -> WorkerGroup:
+    """The checks both APIs share (§5): the group, the worker, its epoch (for an install, the
+    epoch it prepared at will do too), that it was chosen."""
     if not group_id or not member_id or member_epoch < 0:
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be non-empty and MemberEpoch >= 0."
@@ -96,12 +99,13 @@ def _chosen_worker(ctx: Context, group_id: str, member_id: str, member_epoch: in
     worker = group.workers.get(member_id)
     if worker is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Worker {member_id} is not in the group.")
-    if worker.member_epoch != member_epoch:
+    run = ctx.worker_runs.get(group_id)
+    prepared_at = run.prepared_epoch if run is not None and run.chosen == member_id and installing else None
+    if member_epoch not in (worker.member_epoch, prepared_at):
         raise KafkaApiError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             f"The member epoch {member_epoch} is not the worker's epoch {worker.member_epoch}.",
         )
-    run = ctx.worker_runs.get(group_id)
     if run is None or run.chosen != member_id:
         raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Worker {member_id} was not chosen to assign.")
     return group
@@ -114,7 +118,7 @@ def prepare(
     current target, and the state the previous computation kept."""
     group = _chosen_worker(ctx, request.group_id, request.member_id, request.member_epoch)
     run = ctx.worker_runs[group.group_id]
-    run.prepared = True
+    run.prepared, run.prepared_epoch = True, request.member_epoch
     members = []
     for worker in sorted(group.workers.values(), key=lambda w: w.member_id):
         assignor = worker.assignor(run.assignor)
@@ -141,7 +145,7 @@ def prepare(
 
 def install(ctx: Context, request: ConnectGroupInstallAssignmentRequest) -> None:
     """Validate and store the computed target (for the group epoch the worker prepared)."""
-    group = _chosen_worker(ctx, request.group_id, request.member_id, request.member_epoch)
+    group = _chosen_worker(ctx, request.group_id, request.member_id, request.member_epoch, installing=True)
     if not group.assignment_epoch <= request.group_epoch <= group.group_epoch:
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,

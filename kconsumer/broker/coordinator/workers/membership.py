@@ -23,6 +23,9 @@ class WorkerRun:
     tried: set[str] = field(default_factory=set)
     #: Whether the chosen worker fetched the group (its heartbeats stop asking it to compute).
     prepared: bool = False
+    #: Its member epoch when it prepared: its install may carry it (its heartbeats go on while
+    #: it computes and may move it to a newer epoch meanwhile).
+    prepared_epoch: int | None = None
 
 
 def session_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
