@@ -253,7 +253,8 @@ class GroupAdmin:
 
     async def list_groups(self, types: Iterable[str] = (), states: Iterable[str] = ()) -> list[GroupListing]:
         """Every group of the cluster (asking each broker for the groups it coordinates),
-        filtered by type (``consumer``, ``classic``) and state (case-insensitive), sorted by id."""
+        filtered by type (``consumer``, ``classic``, ``connect``) and state (case-insensitive),
+        sorted by id."""
         wanted_types = {t.lower() for t in types}
         wanted_states = {s.lower() for s in states}
         await self.refresh([])

@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         return sub
 
     listing = action("list", "list the cluster's groups with their type and state", _list)
-    listing.add_argument("--type", dest="types", action="append", default=[], choices=("consumer", "classic"))
+    listing.add_argument(
+        "--type", dest="types", action="append", default=[], choices=("consumer", "classic", "connect")
+    )
     listing.add_argument("--state", dest="states", action="append", default=[], help="e.g. Stable, Empty")
 
     describe = action("describe", "a group's state, members and per-partition lag", _describe)

@@ -40,7 +40,23 @@ def group_summary(view: GroupView) -> str:
 
 
 def members_table(view: GroupView) -> str:
-    """``groups describe --members``: one row per member."""
+    """``groups describe --members``: one row per member (per worker, with its units, for a
+    worker group)."""
+    if view.group_type == "connect":
+        return table(
+            ("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "#UNITS", "UNITS"),
+            (
+                (
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    len(m.units),
+                    " ".join(m.units) or None,
+                )
+                for m in view.members
+            ),
+        )
     return table(
         (
             "MEMBER-ID",

@@ -7,11 +7,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..assignment.work_units import WorkUnits
 from ..errors import ProtocolError
 from ..protocol.consumer_protocol import ConsumerAssignment, decode_consumer_protocol
 from ..protocol.messages.classic_group import DescribedGroup as ClassicDescribedGroup
 from ..protocol.messages.consumer_group import DescribedAssignment
 from ..protocol.messages.consumer_group import DescribedGroup as ConsumerDescribedGroup
+from ..protocol.messages.worker_group import decode_units
+
+#: The group type of worker groups (docs/worker-protocol.md).
+CONNECT_GROUP_TYPE = "connect"
 
 Key = tuple[str, int]
 
@@ -41,6 +46,8 @@ class MemberView:
     target: tuple[Key, ...] | None
     subscription: tuple[str, ...] = ()
     subscribed_regex: str | None = None
+    #: A worker's connectors and tasks (worker groups, type ``connect``).
+    units: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,10 @@ def consumer_view(described: ConsumerDescribedGroup) -> GroupView:
 
 def classic_view(described: ClassicDescribedGroup) -> GroupView:
     """A classic group from its DescribeGroups entry (assignments decoded when the protocol
-    type is ``consumer``; other protocols' bytes are opaque)."""
+    type is ``consumer``; other protocols' bytes are opaque), or a worker group's (protocol type
+    ``connect``: each worker's units)."""
+    if described.protocol_type == CONNECT_GROUP_TYPE and described.group_state != "Dead":
+        return _worker_view(described)
     members = []
     for m in sorted(described.members, key=lambda m: m.member_id):
         assignment: tuple[Key, ...] = ()
@@ -161,6 +171,37 @@ def classic_view(described: ClassicDescribedGroup) -> GroupView:
     return GroupView(
         group_id=described.group_id,
         group_type="classic",
+        state=described.group_state,
+        group_epoch=None,
+        assignment_epoch=None,
+        assignor=described.protocol_data,
+        members=tuple(members),
+    )
+
+
+def _worker_view(described: ClassicDescribedGroup) -> GroupView:
+    members = []
+    for m in sorted(described.members, key=lambda m: m.member_id):
+        try:
+            units = tuple(WorkUnits.from_wire(decode_units(m.member_assignment)))
+        except ProtocolError:
+            units = ()
+        members.append(
+            MemberView(
+                member_id=m.member_id,
+                instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rack_id=None,
+                member_epoch=None,
+                assignment=(),
+                target=None,
+                units=units,
+            )
+        )
+    return GroupView(
+        group_id=described.group_id,
+        group_type=CONNECT_GROUP_TYPE,
         state=described.group_state,
         group_epoch=None,
         assignment_epoch=None,

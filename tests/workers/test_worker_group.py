@@ -3,6 +3,8 @@ sockets), each under the exclusivity ledger (`fleet.Ledger`)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,3 +165,34 @@ def test_held_back_units_go_to_the_survivors_when_the_delay_ends(cluster: Refere
     wait_until(lambda: len(ledger.holders().get("b", ())) == 4, 10, describe=ledger.holders)
     b.close()
     assert not ledger.violations
+
+
+def test_kconsumer_groups_lists_and_describes_worker_groups(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    a = FleetWorker("a", config(cluster), lambda: {"t": 2}, ledger)
+    wait_spread(ledger, [a], 3)
+
+    def groups(*args: str) -> str:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kconsumer",
+                "groups",
+                *args,
+                "--bootstrap-servers",
+                cluster.bootstrap_servers,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "pollers  connect  Stable  connect" in groups("list", "--type", "connect")
+    described = groups("describe", "pollers")
+    assert "group pollers (connect): Stable, 1 member  assignor incremental" in described
+    assert "t t-0 t-1" in described
+    a.close()
