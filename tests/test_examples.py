@@ -20,6 +20,7 @@ EXAMPLES = [
     "regex_subscription.py",
     "static_membership.py",
     "asyncio_service.py",
+    "worker_group.py",
 ]
 TIMEOUT_S = 90
 
