@@ -53,6 +53,10 @@ def parse_config(settings: Mapping[str, Any]) -> WorkerConfig:
     if instance is not None and not str(instance).strip():
         raise ConfigError("group.instance.id", "must be non-empty when set")
     numbers = {key: _positive(settings, key) for key in _DEFAULTS}
+    if numbers["lease.timeout.ms"] >= numbers["rebalance.timeout.ms"]:
+        # The coordinator removes a worker that has not confirmed a revocation within its
+        # rebalance timeout: the lease must end first (docs/workers.md, the lease).
+        raise ConfigError("lease.timeout.ms", "must be below rebalance.timeout.ms")
     if numbers["retry.backoff.max.ms"] < numbers["retry.backoff.ms"]:
         raise ConfigError("retry.backoff.max.ms", "must be at least retry.backoff.ms")
     security = {k: v for k, v in settings.items() if k.startswith(_SECURITY_PREFIXES)}

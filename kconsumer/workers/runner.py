@@ -24,22 +24,19 @@ from ..groups.admin import ApiUnsupportedError, GroupAdmin, GroupAdminError
 from ..protocol.api import ApiKey
 from ..protocol.messages.worker_group import (
     ConnectGroupHeartbeatResponse,
-    ConnectGroupInstallAssignmentRequest,
     ConnectGroupInstallAssignmentResponse,
     ConnectGroupPrepareAssignmentRequest,
     ConnectGroupPrepareAssignmentResponse,
-    InstalledWorker,
 )
 from ..protocol.messages.worker_group import (
     WorkerAssignor as AnnouncedWorkerAssignor,
 )
 from .assignors import (
-    GroupView,
     IncrementalCooperativeAssignor,
     RoundRobinAssignor,
     WorkerAssignor,
-    WorkerView,
 )
+from .computation import compute, install_request
 from .config import parse_config
 from .core import (
     ComputeAssignment,
@@ -195,54 +192,10 @@ class WorkerRunner:
         )
         if not isinstance(prepared, ConnectGroupPrepareAssignmentResponse) or prepared.error_code:
             return  # not chosen any more, or fenced: the coordinator chooses again
-        assignor = self.assignors.get(prepared.assignor_name)
-        if assignor is None:
-            logger.error("the group chose assignor %r, which this worker lacks", prepared.assignor_name)
+        computed = compute(self.assignors, prepared, self.work, int(time.time() * 1000))
+        if computed is None:
             return
-        view = GroupView(
-            group_epoch=prepared.group_epoch,
-            workers=tuple(
-                WorkerView(
-                    member_id=m.member_id,
-                    instance_id=m.instance_id,
-                    owned=WorkUnits.from_wire(m.owned),
-                    target=WorkUnits.from_wire(m.target),
-                    metadata_version=m.metadata_version,
-                    metadata=m.metadata_bytes,
-                    reason=m.reason,
-                    away=m.member_epoch < 0,
-                )
-                for m in prepared.members
-            ),
-            state=prepared.assignor_state,
-            state_version=prepared.assignor_state_version,
-            now_ms=int(time.time() * 1000),
-        )
-        try:
-            computed = assignor.assign(view, self.work())
-        except Exception:
-            logger.exception("assignor %s failed; the coordinator will choose again", assignor.name)
-            return
-        known = {w.member_id for w in view.workers}
-        install = ConnectGroupInstallAssignmentRequest(
-            group_id=settings.group_id,
-            member_id=settings.member_id,
-            member_epoch=member_epoch,
-            group_epoch=prepared.group_epoch,
-            error=computed.error,
-            members=[
-                InstalledWorker(
-                    member_id=member_id,
-                    units=units.to_wire(),
-                    metadata_version=computed.metadata.get(member_id, (0, b""))[0],
-                    metadata_bytes=computed.metadata.get(member_id, (0, b""))[1],
-                )
-                for member_id, units in sorted(computed.units.items())
-                if member_id in known
-            ],
-            assignor_state_version=computed.state_version,
-            assignor_state=computed.state,
-        )
+        install = install_request(settings.group_id, settings.member_id, member_epoch, prepared, computed)
         installed = await self._ask(install)
         if isinstance(installed, ConnectGroupInstallAssignmentResponse) and installed.error_code:
             logger.warning(
