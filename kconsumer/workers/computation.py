@@ -4,8 +4,10 @@ simulation both use these (the network around them is theirs)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from ..assignment.work_units import WorkUnits
 from ..protocol.messages.worker_group import (
@@ -16,6 +18,42 @@ from ..protocol.messages.worker_group import (
 from .assignors import Computed, GroupView, WorkerAssignor, WorkerView
 
 logger = logging.getLogger("kconsumer.workers")
+
+#: The assignment metadata version of a `Note`.
+NOTE_VERSION = 0
+
+
+@dataclass(frozen=True)
+class Note:
+    """What the computation tells each worker with its part of the target (its assignment
+    metadata, unless the assignor writes its own): a fingerprint of the declared work the
+    assignment was computed from, and for one worker the wall-clock time at which to ask for a
+    rebalance (the end of the incremental assignor's delay).
+
+    The fingerprint lets a worker that sees other work than its assignment was computed from ask
+    for a rebalance, so a change of the declared work that nobody announced (say, made while no
+    worker ran) is still picked up. The time travels with the target rather than staying with
+    the worker that computed: a static worker that replaces the one told inherits the note."""
+
+    fingerprint: bytes
+    ask_at_ms: int | None = None
+
+    def encode(self) -> bytes:
+        return self.fingerprint + (b"" if self.ask_at_ms is None else self.ask_at_ms.to_bytes(8, "big"))
+
+    @staticmethod
+    def decode(metadata: bytes) -> Note | None:
+        """The note in `metadata`, or None when it is not one (an assignor's own metadata)."""
+        if len(metadata) == 16:
+            return Note(metadata)
+        if len(metadata) == 24:
+            return Note(metadata[:16], int.from_bytes(metadata[16:], "big"))
+        return None
+
+
+def work_fingerprint(work: WorkUnits) -> bytes:
+    """16 bytes naming a declared work."""
+    return hashlib.sha256("\n".join(work).encode()).digest()[:16]
 
 
 def group_view(prepared: ConnectGroupPrepareAssignmentResponse, wall_ms: int) -> GroupView:
@@ -55,10 +93,32 @@ def compute(
         logger.error("the group chose assignor %r, which this worker lacks", prepared.assignor_name)
         return None
     try:
-        return assignor.assign(group_view(prepared, wall_ms), work())
+        declared = work()
+        view = group_view(prepared, wall_ms)
+        computed = assignor.assign(view, declared)
     except Exception:
         logger.exception("assigning with %s failed; the coordinator will choose again", assignor.name)
         return None
+    fingerprint = work_fingerprint(declared)
+    told = min((w.member_id for w in view.present if w.member_id in computed.units), default=None)
+    ask_at = None if computed.rebalance_in_ms is None else wall_ms + computed.rebalance_in_ms
+    metadata = {
+        member_id: computed.metadata.get(
+            member_id, (NOTE_VERSION, Note(fingerprint, ask_at if member_id == told else None).encode())
+        )
+        for member_id in computed.units
+    }
+    return replace(computed, metadata=metadata)
+
+
+def work_changed(note: Note, work: Callable[[], WorkUnits]) -> bool:
+    """Whether `work()` declares other work than `note` was computed from (False when `work`
+    fails: logged)."""
+    try:
+        return work_fingerprint(work()) != note.fingerprint
+    except Exception:
+        logger.exception("the declared work could not be read")
+        return False
 
 
 def install_request(

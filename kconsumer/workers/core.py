@@ -91,12 +91,20 @@ class ComputeAssignment:
 
 
 @dataclass(frozen=True)
+class AssignmentNote:
+    """New assignment metadata. The driver reads the `computation.Note` in it: it asks for a
+    rebalance when the declared work changed since, and at the time the note names."""
+
+    metadata: bytes
+
+
+@dataclass(frozen=True)
 class Failed:
     error: ErrorCode
     message: str
 
 
-Effect = SendHeartbeat | RunCallback | ComputeAssignment | Failed
+Effect = SendHeartbeat | RunCallback | ComputeAssignment | AssignmentNote | Failed
 
 #: Errors after which the worker abandons its units and joins again.
 _FENCED = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
@@ -136,6 +144,8 @@ class WorkerCore:
         #: What the coordinator last said this worker may run.
         self.assigned: WorkUnits = NO_UNITS
         self.error: Failed | None = None
+        #: What the assignor wrote for this worker with its current assignment.
+        self.assignment_metadata = b""
         self.heartbeat_interval_ms = 1_000
         self._running: RunCallback | None = None
         self._in_flight = False
@@ -144,11 +154,24 @@ class WorkerCore:
         self._full = True
         self._sent_owned: WorkUnits | None = None
         self._sent_assignors: list[WorkerAssignor] | None = None
+        #: A rebalance reason not yet carried by an answered heartbeat (0: none), and the one
+        #: the heartbeat in flight carries.
+        self._reason = 0
+        self._reason_in_flight = 0
         self._last_answered_sent_ms: int | None = None
         self._backoff = ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms)
         self._attempts = 0
 
     # -- queries --------------------------------------------------------------------------------
+
+    def reported_owned(self) -> WorkUnits:
+        """What the heartbeat says the worker runs: its units, and those an on_assigned that
+        has not returned yet is starting (so the coordinator never takes a unit for stopped
+        while the application may be starting it)."""
+        running = self._running
+        if running is not None and running.kind is CallbackKind.ASSIGNED:
+            return self.owned | running.units
+        return self.owned
 
     @property
     def callback_running(self) -> bool:
@@ -156,14 +179,16 @@ class WorkerCore:
 
     def next_deadline(self) -> int | None:
         """When `tick` next has work (None: nothing until an answer or a callback)."""
-        if self.state in (_S.UNJOINED, _S.CLOSED, _S.FAILED) or self._in_flight:
-            return self._lease_deadline()
         lease = self._lease_deadline()
+        if self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING) or self._in_flight:
+            return lease  # no heartbeat is due: one is out, or the state sends none by time
         return self._due_ms if lease is None else min(self._due_ms, lease)
 
     def _lease_deadline(self) -> int | None:
-        if self._last_answered_sent_ms is None or not self.owned or self.state == _S.LOSING:
+        if self._last_answered_sent_ms is None or not self.owned:
             return None
+        if self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING):
+            return None  # losing, leaving or done: it is stopping everything anyway
         return self._last_answered_sent_ms + self.settings.lease_ms
 
     # -- events ---------------------------------------------------------------------------------
@@ -201,14 +226,21 @@ class WorkerCore:
         if code in (ErrorCode.NONE, ErrorCode.COMPUTE_ASSIGNMENT):
             self._attempts = 0
             self._last_answered_sent_ms = sent_ms
+            if self._reason_in_flight and self._reason == self._reason_in_flight:
+                self._reason = 0  # asked: the next announcement says 0 again
             self.epoch = response.member_epoch
             self.heartbeat_interval_ms = response.heartbeat_interval_ms or self.heartbeat_interval_ms
             self._due_ms = now_ms + self.heartbeat_interval_ms
             if self.state == _S.JOINING:
                 self._go(_S.STABLE)
+            effects: list[Effect] = []
             if response.assignment is not None:
                 self.assigned = WorkUnits.from_wire(response.assignment.units)
-            effects = self._reconcile()
+                metadata = response.assignment.metadata_bytes
+                if metadata and metadata != self.assignment_metadata:
+                    effects.append(AssignmentNote(metadata))
+                self.assignment_metadata = metadata
+            effects += self._reconcile()
             if code == ErrorCode.COMPUTE_ASSIGNMENT:
                 effects.append(ComputeAssignment(self.epoch))
             return effects
@@ -232,6 +264,9 @@ class WorkerCore:
         """The application finished the callback `RunCallback` asked for."""
         done, self._running = self._running, None
         assert done is not None, "no callback was running"
+        # The next heartbeat says what runs now, changed or not: it confirms a revocation even
+        # when the units revoked were never reported (given and taken between two heartbeats).
+        self._sent_owned = None
         if done.kind is CallbackKind.ASSIGNED:
             self.owned = self.owned | done.units
         else:
@@ -257,7 +292,7 @@ class WorkerCore:
         """Ask the group for a new assignment (the assignors are sent with `reason`)."""
         if not 1 <= reason <= 127:
             raise ValueError(f"a rebalance reason is 1..127, got {reason}")
-        self.assignors = [_with_reason(a, reason) for a in self.assignors]
+        self._reason = reason
         self._due_ms = now_ms
         return self.tick(now_ms)
 
@@ -354,24 +389,24 @@ class WorkerCore:
         self._in_flight = True
         joining = epoch == 0
         full = self._full or joining
-        owned = self.owned
+        owned = self.reported_owned()
         send_owned = full or owned != self._sent_owned
-        send_assignors = full or self.assignors != self._sent_assignors
+        announced = [_with_reason(a, self._reason) for a in self.assignors]
+        send_assignors = full or announced != self._sent_assignors
         request = ConnectGroupHeartbeatRequest(
             group_id=self.settings.group_id,
             member_id=self.settings.member_id,
             member_epoch=epoch,
             instance_id=self.settings.instance_id,
             rebalance_timeout_ms=self.settings.rebalance_timeout_ms if full else -1,
-            client_assignors=list(self.assignors) if send_assignors else None,
+            client_assignors=announced if send_assignors else None,
             owned=owned.to_wire() if send_owned else None,
         )
         self._full = False
         self._sent_owned = owned
-        self._sent_assignors = list(self.assignors)
-        if any(a.reason for a in self.assignors):
-            # A reason asks once: the next announcement says 0 again.
-            self.assignors = [_with_reason(a, 0) for a in self.assignors]
+        self._sent_assignors = announced
+        # Kept until a heartbeat carrying it is answered (a lost one is sent again, in full).
+        self._reason_in_flight = self._reason if send_assignors else 0
         self._due_ms = now_ms + self.heartbeat_interval_ms
         return SendHeartbeat(request)
 

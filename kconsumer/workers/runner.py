@@ -36,9 +36,10 @@ from .assignors import (
     RoundRobinAssignor,
     WorkerAssignor,
 )
-from .computation import compute, install_request
+from .computation import Note, compute, install_request, work_changed
 from .config import parse_config
 from .core import (
+    AssignmentNote,
     ComputeAssignment,
     Effect,
     Failed,
@@ -54,6 +55,7 @@ logger = logging.getLogger("kconsumer.workers")
 #: Rebalance reasons on the wire (int8, docs/worker-protocol.md §2).
 REASON_REQUESTED = 1
 REASON_DELAY_ENDED = 2
+REASON_WORK_CHANGED = 3
 
 
 class WorkersUnsupportedError(KConsumerError):
@@ -144,6 +146,8 @@ class WorkerRunner:
                 self.deliver(effect)
             elif isinstance(effect, ComputeAssignment):
                 self._spawn(self._compute(effect.member_epoch))
+            elif isinstance(effect, AssignmentNote):
+                self._read_note(effect.metadata)
             elif isinstance(effect, Failed):
                 self.failure = effect
                 logger.error("worker %s failed: %s", self.core.settings.member_id, effect.message)
@@ -197,21 +201,32 @@ class WorkerRunner:
             return
         install = install_request(settings.group_id, settings.member_id, member_epoch, prepared, computed)
         installed = await self._ask(install)
-        if isinstance(installed, ConnectGroupInstallAssignmentResponse) and installed.error_code:
+        if not isinstance(installed, ConnectGroupInstallAssignmentResponse):
+            return
+        if installed.error_code:
             logger.warning(
                 "installing the assignment failed: %s %s",
                 ErrorCode.of(installed.error_code).name,
                 installed.error_message or "",
             )
             return
-        if computed.rebalance_in_ms is not None:
+        self._enqueue(self.core.heartbeat_now)
+
+    def _read_note(self, metadata: bytes) -> None:
+        """Ask for a rebalance when the work changed since the assignment was computed, and at
+        the time the note names (the end of the incremental assignor's delay)."""
+        note = Note.decode(metadata)
+        if note is None:
+            return
+        if work_changed(note, self.work):
+            self._enqueue(lambda now: self.core.request_rebalance(REASON_WORK_CHANGED, now))
+        if note.ask_at_ms is not None:
             assert self.loop is not None
             self.loop.call_later(
-                computed.rebalance_in_ms / 1000,
+                max(note.ask_at_ms - time.time() * 1000, 0) / 1000,
                 self._enqueue,
                 lambda now: self.core.request_rebalance(REASON_DELAY_ENDED, now),
             )
-        self._enqueue(self.core.heartbeat_now)
 
     async def _ask(self, request: Any) -> Any:
         try:

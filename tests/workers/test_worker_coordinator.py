@@ -348,3 +348,21 @@ def test_an_install_may_carry_the_epoch_the_worker_prepared_at() -> None:
     assert cluster.install("a", prepared.group_epoch, target) == ErrorCode.FENCED_MEMBER_EPOCH
     cluster.epochs["a"] = prepared_at
     assert cluster.install("a", prepared.group_epoch, target) == 0
+
+
+def test_an_install_naming_a_static_worker_replaced_since_the_prepare_gives_its_part_to_the_replacement() -> (
+    None
+):
+    """Worker simulation: a static worker left (-2) and came back under a new member id while
+    another computed; the install still named the old id. Its units went to nobody, and no
+    epoch bump was coming to mend it."""
+    cluster = Cluster()
+    cluster.heartbeat("a")
+    cluster.compute("a", {"a": units()})
+    cluster.heartbeat("s", instance="i-s")
+    assert cluster.heartbeat("a").error_code == ErrorCode.COMPUTE_ASSIGNMENT
+    prepared = cluster.prepare("a")
+    cluster.heartbeat("s", epoch=-2)
+    cluster.heartbeat("s2", instance="i-s")  # replaces s, no epoch bump
+    assert cluster.install("a", prepared.group_epoch, {"a": units("c"), "s": units("c-0")}) == 0
+    assert assigned(cluster.heartbeat("s2")) == units("c-0")

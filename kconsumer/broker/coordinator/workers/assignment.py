@@ -119,6 +119,7 @@ def prepare(
     group = _chosen_worker(ctx, request.group_id, request.member_id, request.member_epoch)
     run = ctx.worker_runs[group.group_id]
     run.prepared, run.prepared_epoch = True, request.member_epoch
+    run.instances = {w.member_id: w.instance_id for w in group.workers.values() if w.instance_id}
     members = []
     for worker in sorted(group.workers.values(), key=lambda w: w.member_id):
         assignor = worker.assignor(run.assignor)
@@ -152,6 +153,7 @@ def install(ctx: Context, request: ConnectGroupInstallAssignmentRequest) -> None
             f"GroupEpoch {request.group_epoch} is not between the target's epoch "
             f"{group.assignment_epoch} and the group epoch {group.group_epoch}.",
         )
+    run = ctx.worker_runs[group.group_id]
     target: dict[str, TargetEntry] = {}
     given = NO_UNITS
     for member in request.members:
@@ -163,9 +165,10 @@ def install(ctx: Context, request: ConnectGroupInstallAssignmentRequest) -> None
         if twice := units & given:
             raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Units {twice} are assigned to two workers.")
         given = given | units
-        if member.member_id in group.workers:  # a worker gone since the prepare is left out
-            target[member.member_id] = TargetEntry(units, member.metadata_version, member.metadata_bytes)
-    run = ctx.worker_runs.pop(group.group_id)
+        owner = _current_owner(group, run, member.member_id)
+        if owner is not None:  # a worker gone since the prepare is left out
+            target[owner] = TargetEntry(units, member.metadata_version, member.metadata_bytes)
+    ctx.worker_runs.pop(group.group_id)
     ctx.timers.cancel(assignment_timer(group.group_id))
     save(
         ctx,
@@ -179,3 +182,13 @@ def install(ctx: Context, request: ConnectGroupInstallAssignmentRequest) -> None
             assignor_state=request.assignor_state,
         ),
     )
+
+
+def _current_owner(group: WorkerGroup, run: WorkerRun, member_id: str) -> str | None:
+    """Who gets the part the install gives `member_id`: itself, or the static worker that
+    replaced it since the prepare (same instance id); None when it is gone for good."""
+    if member_id in group.workers:
+        return member_id
+    instance = run.instances.get(member_id)
+    replacement = None if instance is None else group.by_instance(instance)
+    return None if replacement is None else replacement.member_id

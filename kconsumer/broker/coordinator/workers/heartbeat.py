@@ -236,9 +236,15 @@ def _update(
         if assignors != worker.assignors:
             _check_assignors(group, worker.member_id, assignors)
         updated = replace(updated, assignors=assignors)
-        if assignors != worker.assignors or any(a.reason for a in assignors):
-            group = bump(group)
+        if _without_reasons(assignors) != _without_reasons(worker.assignors) or any(
+            a.reason for a in assignors
+        ):
+            group = bump(group)  # a reason back to 0 alone asks for nothing
     return group.with_worker(updated), updated
+
+
+def _without_reasons(assignors: tuple[AnnouncedAssignor, ...]) -> tuple[AnnouncedAssignor, ...]:
+    return tuple(replace(a, reason=0) for a in assignors)
 
 
 def _watch(ctx: Context, group: WorkerGroup, before: Worker, after: Worker) -> None:

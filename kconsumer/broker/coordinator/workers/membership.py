@@ -26,6 +26,9 @@ class WorkerRun:
     #: Its member epoch when it prepared: its install may carry it (its heartbeats go on while
     #: it computes and may move it to a newer epoch meanwhile).
     prepared_epoch: int | None = None
+    #: The instance id of each static worker the prepare listed: an install naming one that was
+    #: replaced since (same instance id, new member id) gives its part to the replacement.
+    instances: dict[str, str] = field(default_factory=dict)
 
 
 def session_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
