@@ -2,6 +2,8 @@
 kconsumer cache (`kconsumer.testing.apache_kafka.distribution.cache_root`):
 
 * the Apache Kafka Java client (kafka-clients from Maven Central) driven by `java/KafkaPeer.java`;
+* Kafka Connect's distributed worker (connect-runtime from Maven Central), with the small
+  source connector of `connect/TickSource.java`;
 * franz-go (from the Go module proxy) driven by `go/main.go`.
 
 Each returns the command prefix to run, or raises `PeerUnavailable` saying what is missing.
@@ -39,53 +41,78 @@ def _digest(*paths: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def _java_program(name: str, source: Path, pom: Path, cache: str, marker: str, version: str) -> list[str]:
+    """``java ... -cp CLASSES:JARS``: `source` compiled against the jars `pom` resolves (once per
+    source and version, in the cache)."""
+    try:
+        java, _major = find_java()
+        base = cache_root() / cache / version
+        libs = copy_dependencies(
+            pom, base / "libs", {"kafka.version": version}, what=f"{name} {version}", marker=marker
+        )
+    except ApacheKafkaUnavailable as exc:
+        raise PeerUnavailable(str(exc)) from exc
+    classpath = os.pathsep.join(str(jar) for jar in sorted(libs.glob("*.jar")))
+    classes = base / f"classes-{_digest(source)}"
+    if not (classes / f"{source.stem}.class").exists():
+        javac = java.with_name("javac")
+        if not javac.exists():
+            found = shutil.which("javac")
+            if found is None:
+                raise PeerUnavailable(f"the {name} peer needs a JDK (javac), not only a Java runtime")
+            javac = Path(found)
+        staging = base / f"staging-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        result = subprocess.run(
+            [str(javac), "-d", str(staging), "-cp", classpath, str(source)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise PeerUnavailable(f"javac failed:\n{result.stderr[-3000:]}")
+        staging.rename(classes)
+    return [
+        str(java),
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        os.pathsep.join([str(classes), classpath]),
+    ]
+
+
 def java_peer(version: str = DEFAULT_VERSION) -> list[str]:
     """``java -cp ... KafkaPeer``: the Java client `version` behind `java/KafkaPeer.java`."""
     with _LOCK:
-        try:
-            java, _major = find_java()
-            source = HERE / "java" / "KafkaPeer.java"
-            pom = HERE / "java" / "pom.xml"
-            base = cache_root() / "java-peer" / version
-            libs = copy_dependencies(
-                pom,
-                base / "libs",
-                {"kafka.version": version},
-                what=f"kafka-clients {version}",
-                marker="kafka-clients-*.jar",
-            )
-        except ApacheKafkaUnavailable as exc:
-            raise PeerUnavailable(str(exc)) from exc
-        classpath = os.pathsep.join(str(jar) for jar in sorted(libs.glob("*.jar")))
-        classes = base / f"classes-{_digest(source)}"
-        if not (classes / "KafkaPeer.class").exists():
-            javac = java.with_name("javac")
-            if not javac.exists():
-                found = shutil.which("javac")
-                if found is None:
-                    raise PeerUnavailable("the Java peer needs a JDK (javac), not only a Java runtime")
-                javac = Path(found)
-            staging = base / f"staging-{os.getpid()}"
-            shutil.rmtree(staging, ignore_errors=True)
-            result = subprocess.run(
-                [str(javac), "-d", str(staging), "-cp", classpath, str(source)],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if result.returncode != 0:
-                raise PeerUnavailable(f"javac failed:\n{result.stderr[-3000:]}")
-            staging.rename(classes)
-        return [
-            str(java),
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp",
-            os.pathsep.join([str(classes), classpath]),
-            "KafkaPeer",
-        ]
+        java = HERE / "java"
+        command = _java_program(
+            "kafka-clients",
+            java / "KafkaPeer.java",
+            java / "pom.xml",
+            "java-peer",
+            "kafka-clients-*.jar",
+            version,
+        )
+        return [*command, "KafkaPeer"]
+
+
+def connect_worker(version: str = DEFAULT_VERSION) -> list[str]:
+    """``java -cp ... ConnectDistributed``: Kafka Connect `version`'s distributed worker
+    (connect-runtime from Maven Central), with `connect/TickSource.java` on its class path;
+    append the worker's properties file."""
+    with _LOCK:
+        connect = HERE / "connect"
+        command = _java_program(
+            "connect-runtime",
+            connect / "TickSource.java",
+            connect / "pom.xml",
+            "connect-peer",
+            "connect-runtime-*.jar",
+            version,
+        )
+        return [*command, "org.apache.kafka.connect.cli.ConnectDistributed"]
 
 
 def go_peer() -> list[str]:

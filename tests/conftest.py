@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from backends import BACKENDS, KAFKA, REFERENCE, in_ci, kafka_pool, selected
 
-from peers.build import PeerUnavailable, go_peer, java_peer
+from peers.build import PeerUnavailable, connect_worker, go_peer, java_peer
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,9 +53,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 #: Suites behind the ``slow`` marker, out of the fast lane (``./dev test --fast``): the simulation's
 #: seed sweeps and its Spark run, Spark, the peers (JVM, Go, confluent-kafka's classic members and
-#: librdkafka's mock cluster), the confluent-kafka parity scenarios, the fidelity suite, the
-#: examples, the docs' snippets, the command-line tools in subprocesses, the exactly-once pipelines
-#: and the benchmarks' smoke test. The full ``./dev test`` runs them.
+#: librdkafka's mock cluster, Kafka Connect's worker), the confluent-kafka parity scenarios, the
+#: fidelity suite, the examples, the docs' snippets, the command-line tools in subprocesses, the
+#: exactly-once pipelines, the worker groups' scenarios and simulation sweep, and the benchmarks'
+#: smoke test. The full ``./dev test`` runs them.
 SLOW_PATHS = (
     "tests/sim/test_sweep.py",
     "tests/sim/test_spark.py",
@@ -72,6 +73,9 @@ SLOW_PATHS = (
     "tests/test_doc_snippets.py",
     "tests/cli/",
     "tests/cluster/test_peers.py",
+    "tests/connect/",
+    "tests/workers/test_worker_group.py",
+    "tests/workers/test_worker_sim.py",
 )
 
 
@@ -120,6 +124,13 @@ def _built(build: object) -> list[str]:
 def java() -> list[str]:
     """The command running the Java peer (kafka-clients from Maven Central, compiled once)."""
     return _built(java_peer)
+
+
+@pytest.fixture(scope="session")
+def connect_worker_command() -> list[str]:
+    """The command starting a Kafka Connect distributed worker (connect-runtime from Maven
+    Central, with the test connector compiled once); append its properties file."""
+    return _built(connect_worker)
 
 
 @pytest.fixture(scope="session")

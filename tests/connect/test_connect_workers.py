@@ -1,0 +1,197 @@
+"""Kafka Connect 4.4's distributed worker (a peer nobody here wrote) on the reference cluster:
+two workers form a classic group of protocol type ``connect`` (Connect's incremental cooperative
+``sessioned`` protocol), create their compacted internal topics, run a connector's tasks, and
+hand the tasks over when one worker stops cleanly and when one is killed.
+
+What this proves about the reference cluster: classic groups for a protocol type other than
+``consumer`` (Connect's own JoinGroup metadata and assignments, passed through untouched),
+CreateTopics with configs, the idempotent producers and offset-storage reads Connect relies on.
+
+The ledger: every task's lines carry a sequence number resumed from the source offsets Connect
+stores; after the hand-overs each task's sequence has no gap (at least once: a line may repeat
+after a kill, none may be missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kconsumer.testing import ReferenceCluster
+
+pytestmark = pytest.mark.timeout(240)
+
+TOPIC = "ticks"
+GROUP = "connect-cluster"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ConnectWorker:
+    """One `ConnectDistributed` process, its REST port and its log."""
+
+    def __init__(self, command: list[str], cluster: ReferenceCluster, directory: Path, name: str) -> None:
+        self.port = free_port()
+        self.log = directory / f"{name}.log"
+        properties = directory / f"{name}.properties"
+        properties.write_text(
+            "\n".join(
+                [
+                    f"bootstrap.servers={cluster.bootstrap_servers}",
+                    f"group.id={GROUP}",
+                    "key.converter=org.apache.kafka.connect.storage.StringConverter",
+                    "value.converter=org.apache.kafka.connect.storage.StringConverter",
+                    "config.storage.topic=connect-configs",
+                    "offset.storage.topic=connect-offsets",
+                    "status.storage.topic=connect-status",
+                    "config.storage.replication.factor=1",
+                    "offset.storage.replication.factor=1",
+                    "status.storage.replication.factor=1",
+                    f"listeners=http://127.0.0.1:{self.port}",
+                    "session.timeout.ms=6000",
+                    "heartbeat.interval.ms=1000",
+                    "scheduled.rebalance.max.delay.ms=2000",
+                    "offset.flush.interval.ms=500",
+                ]
+            )
+        )
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen([*command, str(properties)], stdout=log, stderr=subprocess.STDOUT)
+
+    @property
+    def worker_id(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def rest(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", data=data, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"null")
+
+    def wait_up(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the worker exited: {self.log.read_text()[-3000:]}")
+            try:
+                self.rest("/")
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise AssertionError(f"the worker's REST API did not come up: {self.log.read_text()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+            self.process.wait(60)
+
+
+@pytest.fixture
+def workers(
+    connect_worker_command: list[str], tmp_path: Path
+) -> Iterator[tuple[ReferenceCluster, list[ConnectWorker]]]:
+    with ReferenceCluster() as cluster:
+        cluster.create_topic(TOPIC, 2)
+        started = [ConnectWorker(connect_worker_command, cluster, tmp_path, f"worker-{i}") for i in (1, 2)]
+        try:
+            for worker in started:
+                worker.wait_up()
+            yield cluster, started
+        finally:
+            for worker in started:
+                worker.stop(signal.SIGKILL)
+
+
+def task_placement(worker: ConnectWorker) -> dict[str, str]:
+    """Where the connector and each of its tasks run ("connector" and task ids), once RUNNING."""
+    status = worker.rest("/connectors/ticks/status")
+    placed = (
+        {"connector": status["connector"]["worker_id"]} if status["connector"]["state"] == "RUNNING" else {}
+    )
+    placed.update({str(t["id"]): t["worker_id"] for t in status["tasks"] if t["state"] == "RUNNING"})
+    return placed
+
+
+def wait_placement(worker: ConnectWorker, ok: Any, timeout: float = 60) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    placed: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        try:
+            placed = task_placement(worker)
+        except OSError:
+            placed = {}
+        if len(placed) == 4 and ok(placed):
+            return placed
+        time.sleep(0.5)
+    raise AssertionError(f"placement never settled: {placed}\n{worker.log.read_text()[-2000:]}")
+
+
+def lines(cluster: ReferenceCluster) -> dict[str, list[int]]:
+    """Each task's sequence numbers found in the topic."""
+    found: dict[str, list[int]] = {}
+    for partition in range(2):
+        for record in cluster.records(TOPIC, partition):
+            task, sequence = record.value.decode().rsplit("-", 1)
+            found.setdefault(task, []).append(int(sequence))
+    return found
+
+
+def assert_no_gaps(found: dict[str, list[int]]) -> None:
+    for task, sequences in found.items():
+        assert set(sequences) == set(range(max(sequences) + 1)), f"{task} lost lines"
+
+
+def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
+    workers: tuple[ReferenceCluster, list[ConnectWorker]],
+) -> None:
+    cluster, (first, second) = workers
+    first.rest(
+        "/connectors",
+        {
+            "name": "ticks",
+            "config": {
+                "connector.class": "TickSource",
+                "topic": TOPIC,
+                "tasks.max": "3",
+                "interval.ms": "50",
+            },
+        },
+    )
+    spread = wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
+    group = cluster.describe_classic_group(GROUP)
+    assert group is not None and group.protocol_type == "connect" and len(group.members) == 2
+    assert group.protocol_name in ("sessioned", "compatible")
+
+    second.stop()  # a clean stop: it leaves the group, its tasks move at once
+    wait_placement(first, lambda p: set(p.values()) == {first.worker_id})
+    moved = [task for task, where in spread.items() if where == second.worker_id]
+    assert moved, spread
+    time.sleep(2)
+    found = lines(cluster)
+    assert {f"ticks-{i}" for i in range(3)} <= set(found), found
+    assert_no_gaps(found)
+
+    again = ConnectWorker(second.process.args[:-1], cluster, first.log.parent, "worker-3")  # type: ignore[index]
+    again.wait_up()
+    wait_placement(first, lambda p: set(p.values()) == {first.worker_id, again.worker_id})
+    again.stop(signal.SIGKILL)  # a crash: after the session timeout and the scheduled delay
+    wait_placement(first, lambda p: set(p.values()) == {first.worker_id}, timeout=90)
+    time.sleep(2)
+    assert_no_gaps(lines(cluster))
+    first.stop()
