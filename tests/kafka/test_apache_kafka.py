@@ -158,3 +158,16 @@ def test_a_shared_cluster_left_with_a_broker_stopped_comes_back_whole() -> None:
         assert cluster.brokers_up() == [1, 2]
     with open_cluster(KAFKA, brokers=3, session_timeout_ms=3000) as again:
         assert again is cluster and again.brokers_up() == [1, 2, 3]
+
+
+def test_a_worker_group_on_apache_kafka_fails_at_once_saying_why(cluster: Cluster) -> None:
+    """Worker groups are kconsumer's extension (docs/worker-protocol.md): Kafka lists none of
+    their APIs, and a worker says so instead of retrying forever."""
+    from kconsumer.workers import WorkerGroup, WorkerGroupError
+
+    worker = WorkerGroup({**cluster.client_config(), "group.id": "workers-on-kafka"}, work=lambda: {"c": 1})
+    try:
+        with pytest.raises(WorkerGroupError, match="does not implement worker groups"):
+            wait_until(lambda: worker.poll(0.1) or False, timeout=30, what="the worker's failure")
+    finally:
+        worker.close(5)
