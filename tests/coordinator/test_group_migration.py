@@ -342,3 +342,22 @@ def test_a_mixed_group_survives_failover_with_the_classic_session_timeouts(d: Mi
     assert replayed.state.snapshot() == d.coordinator.state.snapshot()
     deadline = replayed.timers.get(("session", "g", a))
     assert deadline is not None and deadline[0] == d.now + SESSION
+
+
+def test_partitions_a_topic_no_longer_has_are_not_carried_into_a_converted_group() -> None:
+    """Simulation seed 7300490 (mixed): a classic member's last JoinGroup said it owned t0-0..2;
+    t0 was deleted and created again with 2 partitions; the conversion carried t0-2 of the new
+    topic into the member's assignment and target, which the member could never reach."""
+    from kconsumer.assignment.interface import TopicMetadata
+    from kconsumer.broker.coordinator.classic.migration import partition_ids
+    from kconsumer.broker.coordinator.metadata import MetadataImage
+    from kconsumer.protocol.consumer_protocol import ConsumerTopicPartitions
+    from kconsumer.protocol.uuid import Uuid
+
+    topic = TopicMetadata(topic_id=Uuid.from_int(7), name="t0", num_partitions=2)
+    image = MetadataImage.of([topic], 3)
+    named = [
+        ConsumerTopicPartitions(topic="t0", partitions=[0, 1, 2]),
+        ConsumerTopicPartitions(topic="gone", partitions=[0]),
+    ]
+    assert partition_ids(image, named) == {topic.topic_id: frozenset({0, 1})}

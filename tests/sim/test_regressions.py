@@ -189,10 +189,12 @@ def test_watched_seed_passes(seed: int) -> None:
 #: group had been converted to a consumer group (its epoch is the generation it missed, so the
 #: coordinator answers it ILLEGAL_GENERATION until it rejoins). 1271499 keeps that rule to the
 #: conversion's generation: the join that converts a group also bumps its epoch, and members of
-#: the converted generation are no zombies for that.
+#: the converted generation are no zombies for that. 7300490: a conversion carried a partition the
+#: member's topic no longer had (deleted and created again smaller) into its assignment and target
+#: (`liveness`; unit test in `tests/coordinator/test_group_migration.py`).
 MIXED_HARNESS_SEEDS = [
     *(4692062, 4692598, 8796788, 8797044, 9700747, 9701691),
-    *(1220779, 1221765, 1240335, 5445332, 1271499),
+    *(1220779, 1221765, 1240335, 5445332, 1271499, 7300490),
 ]
 #: A transactional seed that exposed a mistake of the simulated producer: a commit marker held
 #: up by a coordinator election was written after the producer's next transaction had its offsets

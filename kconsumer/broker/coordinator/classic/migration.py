@@ -73,12 +73,18 @@ def decode_subscription(metadata: bytes) -> tuple[ConsumerSubscription, int]:
 
 
 def partition_ids(image: MetadataImage, topics: Iterable[ConsumerTopicPartitions]) -> PartitionSets:
-    """Named partitions as topic ids (topics the cluster no longer has are left out)."""
+    """Named partitions as topic ids. Topics the cluster no longer has, and partitions their
+    topic does not have (a topic deleted and created again with fewer partitions since a member
+    named them), are left out: nobody can hold them, and a target naming one would never be
+    reached."""
     result: dict[Uuid, frozenset[int]] = {}
     for entry in topics:
         topic = image.topics_by_name.get(entry.topic)
-        if topic is not None and entry.partitions:
-            result[topic.topic_id] = result.get(topic.topic_id, frozenset()) | frozenset(entry.partitions)
+        existing = frozenset(
+            p for p in entry.partitions if topic is not None and 0 <= p < topic.num_partitions
+        )
+        if topic is not None and existing:
+            result[topic.topic_id] = result.get(topic.topic_id, frozenset()) | existing
     return result
 
 
