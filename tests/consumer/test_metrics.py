@@ -147,14 +147,18 @@ def test_metrics_follow_a_group_that_rebalances(backend: str) -> None:
             )
 
         wait_until(rebalanced, what="the second member taking half of the partitions")
-        wait_until(
-            lambda: (
-                first.poll(0.05) is None
-                and callbacks["assign"] == 2
-                and first.metrics()["records-consumed-total"] >= 40
-            )
-        )
-        values = first.metrics()
+
+        # fetch-latency-avg is the last statistics window's average (NaN when that window saw no
+        # fetch answered: with 100 ms windows and 500 ms long polls, an idle consumer has many), so
+        # the values checked are those of a reading that has one.
+        def settled() -> dict[str, float] | None:
+            if first.poll(0.05) is not None or callbacks["assign"] != 2:
+                return None
+            reading = first.metrics()
+            done = reading["records-consumed-total"] >= 40 and not math.isnan(reading["fetch-latency-avg"])
+            return reading if done else None
+
+        values = wait_until(settled)
         described = cluster.describe_group("metered")
         assert described is not None
         try:
