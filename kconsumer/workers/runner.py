@@ -52,7 +52,7 @@ from .core import (
 
 logger = logging.getLogger("kconsumer.workers")
 
-#: Rebalance reasons on the wire (int8, docs/worker-protocol.md §2).
+#: Rebalance reasons on the wire (int8, docs/worker-protocol.md §7).
 REASON_REQUESTED = 1
 REASON_DELAY_ENDED = 2
 REASON_WORK_CHANGED = 3

@@ -110,7 +110,7 @@ def listed(ctx: Context, states: set[str], types: set[str]) -> Iterable[ListedGr
 def described(group: WorkerGroup) -> DescribedGroup:
     """DescribeGroups' entry: protocol ``connect``, the assignor as protocol, and each worker's
     units (assigned or still being revoked) as its assignment, a ConnectorsAndTasks struct
-    encoded as in ConnectGroupHeartbeat v0 (docs/worker-protocol.md §7)."""
+    encoded as in ConnectGroupHeartbeat v0 (docs/worker-protocol.md §8)."""
     return DescribedGroup(
         group_id=group.group_id,
         group_state=group.state_name,
