@@ -109,7 +109,11 @@ def test_queries_and_a_plain_consumer_share_partitions_without_loss(
             startingOffsets="earliest",
         )
         queries.append(a)
-        wait_for(lambda: _split(cluster, 1) and first.rows(), what="query A owning everything", query=a)
+        # The first wait includes starting the query and its first micro-batch: up to a minute
+        # and more when CI's tiers share the machine's two cores (a CI run timed out at 30 s).
+        wait_for(
+            lambda: _split(cluster, 1) and first.rows(), timeout=90, what="query A owning everything", query=a
+        )
         a_member = next(iter(_owned(cluster)))
 
         b = start_query(spark, cluster, second, group=GROUP, topics=TOPIC, checkpoint=str(tmp_path / "b"))
