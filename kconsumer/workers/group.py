@@ -10,9 +10,11 @@ returned, and no other worker is given it before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -131,16 +133,10 @@ class WorkerGroup:
         if self.closed:
             return
         self._runner.post(self._runner.core.close)
-        deadline = threading.Event()
-        timer = threading.Timer(timeout, deadline.set)
-        timer.start()
-        try:
-            while self._thread.is_alive() and not deadline.is_set():
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(WorkerGroupError):  # a failed worker has nothing left to stop
+            while self._thread.is_alive() and time.monotonic() < deadline:
                 self.poll(0.05)
-        except WorkerGroupError:
-            pass
-        finally:
-            timer.cancel()
         if self._thread.is_alive():
             logger.warning("worker %s did not close within %.1f s", self.member_id, timeout)
 
