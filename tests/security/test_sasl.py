@@ -105,14 +105,15 @@ def test_a_kconsumer_group_with_every_connection_authenticated(
     members = [Member(ledger, f"m{i}", _settings(cluster, group, mechanism), [topic]) for i in range(3)]
     try:
         wait_until(lambda: ledger.has_all(produced), timeout=30, what="every record over SASL")
+
         # A connection just opened may be mid-handshake (the broker serves it nothing but
-        # ApiVersions and SASL until it authenticates): wait for a moment when none is.
-        wait_until(
-            lambda: all(c.authentications >= 1 for c in cluster.connections()),
-            timeout=10,
-            what="every connection authenticated",
-        )
-        connections = cluster.connections()
+        # ApiVersions and SASL until it authenticates): check a snapshot taken at a moment when
+        # none is (a second look could catch a connection opened in between: a CI run did).
+        def all_authenticated() -> list[Any] | None:
+            snapshot = cluster.connections()
+            return snapshot if all(c.authentications >= 1 for c in snapshot) else None
+
+        connections = wait_until(all_authenticated, timeout=10, what="every connection authenticated")
         assert len(connections) >= 6, "three members, each with its own and librdkafka's connections"
         assert {c.principal for c in connections} == {"User:alice"}
         assert {c.security_protocol for c in connections} == {cluster.config.security_protocol}
