@@ -366,3 +366,49 @@ def test_an_install_naming_a_static_worker_replaced_since_the_prepare_gives_its_
     cluster.heartbeat("s2", instance="i-s")  # replaces s, no epoch bump
     assert cluster.install("a", prepared.group_epoch, {"a": units("c"), "s": units("c-0")}) == 0
     assert assigned(cluster.heartbeat("s2")) == units("c-0")
+
+
+def test_a_fenced_worker_s_units_stay_reserved_until_its_session_times_out() -> None:
+    """Worker simulation seed 15037: a worker fenced for a stale epoch (its answers were lost)
+    still ran its units until it heard of it, but they went to another worker at once."""
+    cluster = Cluster(session_timeout_ms=3_000)
+    _two_workers(cluster)
+    cluster.heartbeat("a")
+    cluster.heartbeat("a", owned=units("c", "c-0"))
+    fenced = cluster.heartbeat("a", epoch=9, owned=units("c", "c-0"))  # an epoch it never had
+    assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    group = cluster.coordinator.state.worker_groups[GROUP]
+    assert group.workers["a"].holds == units("c", "c-0") and not group.workers["a"].active
+    asked = cluster.heartbeat("b")
+    assert asked.error_code == ErrorCode.COMPUTE_ASSIGNMENT
+    prepared = cluster.prepare("b")
+    assert [m.member_id for m in prepared.members] == ["b"]  # the fenced worker is out
+    cluster.install("b", prepared.group_epoch, {"b": units("c", "c-0", "c-1")})
+    assert assigned(cluster.heartbeat("b")) == units("c-1")  # c and c-0 wait for a's session
+    cluster.advance(2_000)
+    assert cluster.heartbeat("b").assignment is None  # still waiting
+    cluster.advance(1_001)
+    assert assigned(cluster.heartbeat("b")) == units("c", "c-0", "c-1")
+
+
+def test_units_a_worker_never_heard_it_was_given_need_no_revocation() -> None:
+    """Worker simulation seed 17076: the answer giving a worker more units was lost; a new target
+    took them back before it heard of them. The coordinator waited for it to confirm stopping
+    units it never ran, and removed it at its rebalance timeout while it ran the others."""
+    cluster = Cluster()
+    cluster.heartbeat("a")
+    cluster.compute("a", {"a": units("c")})
+    cluster.heartbeat("a")
+    cluster.heartbeat("b")
+    cluster.heartbeat("a", owned=units("c"))
+    cluster.compute("a", {"a": units("c", "c-0"), "b": units()})
+    old_epoch = cluster.epochs["a"]
+    cluster.heartbeat("a")  # gives a c-0: say this answer was lost
+    cluster.heartbeat("b", assignors=[assignor(reason=1)])  # chooses a to compute again
+    cluster.compute("a", {"a": units("c"), "b": units("c-0")})  # (a's computing part is fine)
+    cluster.epochs["a"] = old_epoch
+    retry = cluster.heartbeat("a", owned=units("c"))  # its retry after the lost answer
+    assert retry.error_code == 0 and assigned(retry) == units("c")
+    worker = cluster.coordinator.state.worker_groups[GROUP].workers["a"]
+    assert worker.state.name == "STABLE" and not worker.pending_revocation
+    assert assigned(cluster.heartbeat("b")) == units("c-0")

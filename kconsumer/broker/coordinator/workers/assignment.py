@@ -21,7 +21,7 @@ from ....protocol.messages.worker_group import (
     PreparedWorker,
 )
 from ..context import Context
-from .membership import WorkerRun, assignment_timer, save
+from .membership import FENCED_EPOCH, WorkerRun, assignment_timer, save
 from .model import TargetEntry, WorkerGroup
 
 
@@ -122,6 +122,8 @@ def prepare(
     run.instances = {w.member_id: w.instance_id for w in group.workers.values() if w.instance_id}
     members = []
     for worker in sorted(group.workers.values(), key=lambda w: w.member_id):
+        if worker.member_epoch == FENCED_EPOCH:
+            continue  # out of the group: its units are reserved only until its session ends
         assignor = worker.assignor(run.assignor)
         members.append(
             PreparedWorker(
@@ -187,8 +189,9 @@ def install(ctx: Context, request: ConnectGroupInstallAssignmentRequest) -> None
 def _current_owner(group: WorkerGroup, run: WorkerRun, member_id: str) -> str | None:
     """Who gets the part the install gives `member_id`: itself, or the static worker that
     replaced it since the prepare (same instance id); None when it is gone for good."""
-    if member_id in group.workers:
-        return member_id
+    worker = group.workers.get(member_id)
+    if worker is not None:
+        return None if worker.member_epoch == FENCED_EPOCH else member_id
     instance = run.instances.get(member_id)
     replacement = None if instance is None else group.by_instance(instance)
     return None if replacement is None else replacement.member_id

@@ -20,7 +20,7 @@ from ....protocol.messages.worker_group import (
 )
 from ..context import Context
 from .assignment import chosen_run
-from .membership import bump, remove_worker, revocation_timer, save, session_timer
+from .membership import FENCED_EPOCH, bump, fence_worker, remove_worker, revocation_timer, save, session_timer
 from .model import TargetEntry, Worker, WorkerGroup, WorkerState
 from .reconcile import reconcile
 
@@ -184,17 +184,15 @@ def _join(
         group = replace(group.without_worker(static.member_id), target=target)
         return group.with_worker(replaced)
     if member_id in group.workers:
-        # Its join answer was lost, or it rejoins after abandoning its units: it runs nothing.
+        # Its join answer was lost, or it rejoins after abandoning its units (it joins with epoch
+        # 0 only once they are stopped): it runs nothing. A fenced worker comes back into the
+        # target, at a new epoch.
         worker = group.workers[member_id]
-        return group.with_worker(
-            replace(
-                worker,
-                member_epoch=0,
-                state=WorkerState.STABLE,
-                assigned=NO_UNITS,
-                pending_revocation=NO_UNITS,
-            )
+        back = replace(
+            worker, member_epoch=0, state=WorkerState.STABLE, assigned=NO_UNITS, pending_revocation=NO_UNITS
         )
+        group = group.with_worker(back)
+        return bump(group) if worker.member_epoch == FENCED_EPOCH else group
     if sum(1 for _ in group.active_workers()) >= ctx.config.max_group_size:
         raise KafkaApiError(ErrorCode.GROUP_MAX_SIZE_REACHED, f"Worker group {group.group_id} is full.")
     return bump(group.with_worker(fresh))
@@ -211,9 +209,9 @@ def _known(
     if request.member_epoch == worker.member_epoch:
         return worker
     owned = None if request.owned is None else WorkUnits.from_wire(request.owned)
-    if request.member_epoch < worker.member_epoch and owned is not None and owned.issubset(worker.assigned):
-        return worker
-    remove_worker(ctx, group, worker.member_id)
+    if request.member_epoch < worker.member_epoch and owned is not None and owned.issubset(worker.holds):
+        return worker  # what it runs is what the coordinator counts it as holding
+    fence_worker(ctx, group, worker)
     return ConnectGroupHeartbeatResponse(
         error_code=int(ErrorCode.FENCED_MEMBER_EPOCH),
         error_message=(

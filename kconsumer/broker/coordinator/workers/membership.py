@@ -7,7 +7,10 @@ from dataclasses import dataclass, field, replace
 
 from ..context import Context
 from ..records import WorkerGroupRecord, WorkerGroupTombstone
-from .model import WorkerGroup
+from .model import Worker, WorkerGroup, WorkerState
+
+#: The member epoch of a fenced worker whose units stay reserved until its session timeout.
+FENCED_EPOCH = -1
 
 
 @dataclass
@@ -70,3 +73,22 @@ def remove_worker(ctx: Context, group: WorkerGroup, member_id: str) -> WorkerGro
         del ctx.worker_runs[group_id]
         ctx.timers.cancel(assignment_timer(group_id))
     return save(ctx, bump(group.without_worker(member_id)))
+
+
+def fence_worker(ctx: Context, group: WorkerGroup, worker: Worker) -> WorkerGroup:
+    """The worker is out of the group (FENCED_MEMBER_EPOCH), but the units it may still run stay
+    reserved until its session timeout: it stops them when it hears it was fenced or when its
+    lease runs out, and both come before that (docs/worker-protocol.md §2). A worker holding
+    nothing is removed at once. The group epoch is bumped either way."""
+    if not worker.holds:
+        return remove_worker(ctx, group, worker.member_id)
+    group_id = group.group_id
+    ctx.timers.cancel(revocation_timer(group_id, worker.member_id))
+    ctx.timers.schedule(session_timer(group_id, worker.member_id), ctx.now_ms + ctx.config.session_timeout_ms)
+    run = ctx.worker_runs.get(group_id)
+    if run is not None and run.chosen == worker.member_id:
+        del ctx.worker_runs[group_id]
+        ctx.timers.cancel(assignment_timer(group_id))
+    fenced = replace(worker, member_epoch=FENCED_EPOCH, state=WorkerState.STABLE)
+    target = {k: v for k, v in group.target.items() if k != worker.member_id}
+    return save(ctx, bump(replace(group.with_worker(fenced), target=target)))

@@ -29,7 +29,11 @@ def reconcile(group: WorkerGroup, worker: Worker, owned: WorkUnits | None) -> Wo
     if worker.member_epoch == epoch and worker.state == WorkerState.STABLE and worker.assigned == target:
         return worker
     revoked = worker.assigned - target
-    if revoked:
+    if revoked and owned is not None and owned.isdisjoint(revoked):
+        # This very heartbeat says it runs none of them (it never heard they were its own: the
+        # answer that gave them was lost): nothing to wait for.
+        worker = replace(worker, assigned=worker.assigned - revoked)
+    elif revoked:
         return replace(
             worker,
             assigned=worker.assigned - revoked,
