@@ -116,7 +116,14 @@ def test_a_worker_cut_off_from_the_coordinator_stops_its_units_before_another_st
     a.close()
 
 
-def test_a_static_worker_back_within_its_session_timeout_keeps_its_units(cluster: ReferenceCluster) -> None:
+def test_a_static_worker_back_within_its_session_timeout_keeps_its_units() -> None:
+    # Its own cluster, with a session timeout that a restart under CI's load stays well within
+    # (at 3 s a CI run saw the worker removed before its replacement joined).
+    with ReferenceCluster(session_timeout_ms=15_000, heartbeat_interval_ms=200) as cluster:
+        _static_worker_back(cluster)
+
+
+def _static_worker_back(cluster: ReferenceCluster) -> None:
     ledger = Ledger()
     work = {"c": 3}
     static = config(cluster, **{"group.instance.id": "worker-a"})
