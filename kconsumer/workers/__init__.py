@@ -26,7 +26,8 @@ from .assignors import (
     WorkerAssignor,
     WorkerView,
 )
-from .group import WorkerGroup, WorkerGroupError
+from .facade import WorkerGroupError
+from .group import WorkerGroup
 
 __all__ = [
     "AIOWorkerGroup",

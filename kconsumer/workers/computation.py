@@ -19,6 +19,11 @@ from .assignors import Computed, GroupView, WorkerAssignor, WorkerView
 
 logger = logging.getLogger("kconsumer.workers")
 
+#: Rebalance reasons on the wire (int8, docs/worker-protocol.md §7).
+REASON_REQUESTED = 1
+REASON_DELAY_ENDED = 2
+REASON_WORK_CHANGED = 3
+
 #: The assignment metadata version of a `Note`.
 NOTE_VERSION = 0
 
@@ -119,6 +124,21 @@ def work_changed(note: Note, work: Callable[[], WorkUnits]) -> bool:
     except Exception:
         logger.exception("the declared work could not be read")
         return False
+
+
+def note_rebalances(metadata: bytes, work: Callable[[], WorkUnits]) -> list[tuple[int, int | None]]:
+    """The rebalances the note in `metadata` calls for, as (reason, wall-clock time to ask at,
+    None: now): one when the declared work changed since the assignment was computed, one at
+    the time the note names (the end of the incremental assignor's delay)."""
+    note = Note.decode(metadata)
+    if note is None:
+        return []
+    asks: list[tuple[int, int | None]] = []
+    if work_changed(note, work):
+        asks.append((REASON_WORK_CHANGED, None))
+    if note.ask_at_ms is not None:
+        asks.append((REASON_DELAY_ENDED, note.ask_at_ms))
+    return asks
 
 
 def install_request(

@@ -19,23 +19,15 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from ..assignment.work_units import WorkUnits
-from ..errors import KConsumerError
 from .assignors import WorkerAssignor
-from .core import CallbackKind, RunCallback, WorkerState
-from .runner import REASON_REQUESTED, make_runner
+from .core import RunCallback
+from .facade import Callback, WorkerFacade, WorkerGroupError
+from .runner import make_runner
 
 logger = logging.getLogger("kconsumer.workers")
 
-Callback = Callable[[WorkUnits], object]
 
-
-class WorkerGroupError(KConsumerError):
-    """The worker cannot go on (the message says why: an error from the coordinator, or a
-    coordinator without worker groups)."""
-
-
-class WorkerGroup:
+class WorkerGroup(WorkerFacade):
     """A worker: joins `group.id` at construction, runs callbacks in `poll`, leaves at `close`.
 
     `work` returns the units the group must run: a mapping of connector name to task count, or
@@ -57,11 +49,7 @@ class WorkerGroup:
     ) -> None:
         self._callbacks: queue.SimpleQueue[RunCallback] = queue.SimpleQueue()
         self._runner = make_runner(config, work, assignors, self._callbacks.put)
-        self._handlers = {
-            CallbackKind.ASSIGNED: on_assigned,
-            CallbackKind.REVOKED: on_revoked,
-            CallbackKind.LOST: on_lost or on_revoked,
-        }
+        self._set_handlers(on_assigned, on_revoked, on_lost)
         self._started = threading.Event()
         self._runner_task: asyncio.Future[None] | None = None
         self._thread = threading.Thread(
@@ -87,20 +75,6 @@ class WorkerGroup:
     # -- what the application sees --------------------------------------------------------------
 
     @property
-    def member_id(self) -> str:
-        return self._runner.core.settings.member_id
-
-    @property
-    def assignment(self) -> WorkUnits:
-        """The units this worker runs now (on_assigned returned, on_revoked / on_lost not yet)."""
-        return self._runner.core.owned
-
-    @property
-    def state(self) -> str:
-        """``joining``, ``stable``, ``reconciling``, ``losing``, ``leaving``, ``closed`` or ``failed``."""
-        return self._runner.core.state.value
-
-    @property
     def closed(self) -> bool:
         return not self._thread.is_alive()
 
@@ -122,11 +96,6 @@ class WorkerGroup:
             self._runner.post(self._runner.core.callback_done)
         return True
 
-    def request_rebalance(self, reason: str = "requested") -> None:
-        """Ask the group for a new assignment (say, the declared work changed)."""
-        logger.info("worker %s asks for a rebalance: %s", self.member_id, reason)
-        self._runner.post(lambda now: self._runner.core.request_rebalance(REASON_REQUESTED, now))
-
     def close(self, timeout: float = 30.0) -> None:
         """Stop every unit (``on_revoked``, on this thread), leave the group and stop the
         background thread. Waits up to `timeout` seconds."""
@@ -139,11 +108,6 @@ class WorkerGroup:
                 self.poll(0.05)
         if self._thread.is_alive():
             logger.warning("worker %s did not close within %.1f s", self.member_id, timeout)
-
-    def _raise_failure(self) -> None:
-        failure = self._runner.failure
-        if failure is not None and self._runner.core.state is WorkerState.FAILED:
-            raise WorkerGroupError(f"worker {self.member_id} failed: {failure.error.name}: {failure.message}")
 
     def __enter__(self) -> WorkerGroup:
         return self

@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ..assignment.work_units import WorkUnits
@@ -36,7 +37,11 @@ from .assignors import (
     RoundRobinAssignor,
     WorkerAssignor,
 )
-from .computation import Note, compute, install_request, work_changed
+from .computation import (
+    compute,
+    install_request,
+    note_rebalances,
+)
 from .config import parse_config
 from .core import (
     AssignmentNote,
@@ -51,11 +56,6 @@ from .core import (
 )
 
 logger = logging.getLogger("kconsumer.workers")
-
-#: Rebalance reasons on the wire (int8, docs/worker-protocol.md §7).
-REASON_REQUESTED = 1
-REASON_DELAY_ENDED = 2
-REASON_WORK_CHANGED = 3
 
 
 class WorkersUnsupportedError(KConsumerError):
@@ -213,20 +213,11 @@ class WorkerRunner:
         self._enqueue(self.core.heartbeat_now)
 
     def _read_note(self, metadata: bytes) -> None:
-        """Ask for a rebalance when the work changed since the assignment was computed, and at
-        the time the note names (the end of the incremental assignor's delay)."""
-        note = Note.decode(metadata)
-        if note is None:
-            return
-        if work_changed(note, self.work):
-            self._enqueue(lambda now: self.core.request_rebalance(REASON_WORK_CHANGED, now))
-        if note.ask_at_ms is not None:
-            assert self.loop is not None
-            self.loop.call_later(
-                max(note.ask_at_ms - time.time() * 1000, 0) / 1000,
-                self._enqueue,
-                lambda now: self.core.request_rebalance(REASON_DELAY_ENDED, now),
-            )
+        """Ask for the rebalances the assignment's note calls for, each at its time."""
+        assert self.loop is not None
+        for reason, at_ms in note_rebalances(metadata, self.work):
+            delay_s = 0.0 if at_ms is None else max(at_ms - time.time() * 1000, 0) / 1000
+            self.loop.call_later(delay_s, self._enqueue, partial(self.core.request_rebalance, reason))
 
     async def _ask(self, request: Any) -> Any:
         try:

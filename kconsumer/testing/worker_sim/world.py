@@ -22,7 +22,7 @@ from ...protocol.messages.worker_group import (
 )
 from ...protocol.schema import Message
 from ...workers.assignors import IncrementalCooperativeAssignor, RoundRobinAssignor, WorkerAssignor
-from ...workers.computation import Note, compute, install_request, work_changed
+from ...workers.computation import REASON_REQUESTED, compute, install_request, note_rebalances
 from ...workers.core import (
     AssignmentNote,
     ComputeAssignment,
@@ -33,7 +33,7 @@ from ...workers.core import (
     WorkerCore,
     WorkerSettings,
 )
-from ...workers.runner import REASON_DELAY_ENDED, REASON_REQUESTED, REASON_WORK_CHANGED, announce
+from ...workers.runner import announce
 from ..sim.scheduler import Scheduler
 from ..sim.trace import Trace
 
@@ -198,14 +198,9 @@ class SimWorker:
         self.feed(self.core.heartbeat_now(now))
 
     def _read_note(self, metadata: bytes) -> None:
-        """As the runner: ask when the work changed, and at the note's time."""
-        note = Note.decode(metadata)
-        if note is None:
-            return
-        if work_changed(note, self.world.declared):
-            self.world.sched.after(0, self._ask_rebalance, REASON_WORK_CHANGED)
-        if note.ask_at_ms is not None:
-            self.world.sched.at(note.ask_at_ms, self._ask_rebalance, REASON_DELAY_ENDED)
+        """As the runner: ask for the rebalances the note calls for, each at its time."""
+        for reason, at_ms in note_rebalances(metadata, self.world.declared):
+            self.world.sched.at(self.world.sched.now if at_ms is None else at_ms, self._ask_rebalance, reason)
 
     def _ask_rebalance(self, reason: int) -> None:
         self.world.trace.log(self.world.sched.now, self.label, f"asks for a rebalance ({reason})")
