@@ -141,73 +141,50 @@ def classic_view(described: ClassicDescribedGroup) -> GroupView:
     """A classic group from its DescribeGroups entry (assignments decoded when the protocol
     type is ``consumer``; other protocols' bytes are opaque), or a worker group's (protocol type
     ``connect``: each worker's units)."""
-    if described.protocol_type == CONNECT_GROUP_TYPE and described.group_state != "Dead":
-        return _worker_view(described)
-    members = []
-    for m in sorted(described.members, key=lambda m: m.member_id):
-        assignment: tuple[Key, ...] = ()
-        if described.protocol_type == "consumer" and m.member_assignment:
-            try:
-                decoded = decode_consumer_protocol(ConsumerAssignment, m.member_assignment)[0]
-                assignment = tuple(
-                    sorted(
-                        (entry.topic, p) for entry in decoded.assigned_partitions for p in entry.partitions
-                    )
-                )
-            except ProtocolError:
-                assignment = ()
-        members.append(
-            MemberView(
-                member_id=m.member_id,
-                instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rack_id=None,
-                member_epoch=None,
-                assignment=assignment,
-                target=None,
-            )
+    workers = described.protocol_type == CONNECT_GROUP_TYPE and described.group_state != "Dead"
+    consumers = described.protocol_type == "consumer"
+    members = tuple(
+        MemberView(
+            member_id=m.member_id,
+            instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rack_id=None,
+            member_epoch=None,
+            assignment=_partitions(m.member_assignment) if consumers else (),
+            target=None,
+            units=_units(m.member_assignment) if workers else (),
         )
+        for m in sorted(described.members, key=lambda m: m.member_id)
+    )
     return GroupView(
         group_id=described.group_id,
-        group_type="classic",
+        group_type=CONNECT_GROUP_TYPE if workers else "classic",
         state=described.group_state,
         group_epoch=None,
         assignment_epoch=None,
         assignor=described.protocol_data,
-        members=tuple(members),
+        members=members,
     )
 
 
-def _worker_view(described: ClassicDescribedGroup) -> GroupView:
-    members = []
-    for m in sorted(described.members, key=lambda m: m.member_id):
-        try:
-            units = tuple(WorkUnits.from_wire(decode_units(m.member_assignment)))
-        except ProtocolError:
-            units = ()
-        members.append(
-            MemberView(
-                member_id=m.member_id,
-                instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rack_id=None,
-                member_epoch=None,
-                assignment=(),
-                target=None,
-                units=units,
-            )
-        )
-    return GroupView(
-        group_id=described.group_id,
-        group_type=CONNECT_GROUP_TYPE,
-        state=described.group_state,
-        group_epoch=None,
-        assignment_epoch=None,
-        assignor=described.protocol_data,
-        members=tuple(members),
-    )
+def _partitions(assignment: bytes) -> tuple[Key, ...]:
+    """A consumer's SyncGroup assignment as sorted (topic, partition) pairs (none if malformed)."""
+    if not assignment:
+        return ()
+    try:
+        decoded = decode_consumer_protocol(ConsumerAssignment, assignment)[0]
+    except ProtocolError:
+        return ()
+    return tuple(sorted((entry.topic, p) for entry in decoded.assigned_partitions for p in entry.partitions))
+
+
+def _units(assignment: bytes) -> tuple[str, ...]:
+    """A worker's units as DescribeGroups carries them (none if malformed)."""
+    try:
+        return tuple(WorkUnits.from_wire(decode_units(assignment)))
+    except ProtocolError:
+        return ()
 
 
 def lag_rows(
