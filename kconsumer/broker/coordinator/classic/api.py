@@ -12,7 +12,6 @@ from ....protocol.messages.classic_group import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     SyncGroupRequest,
@@ -21,6 +20,8 @@ from ....protocol.messages.classic_group import (
 from ....protocol.schema import Message
 from ..context import Context
 from ..model import ConsumerGroup
+from ..workers import classic_workers
+from ..workers.model import WorkerGroup
 from . import in_consumer_group, join, membership, rebalance
 from .describe import describe_groups
 from .model import ClassicGroup
@@ -38,16 +39,19 @@ def handle(
     if isinstance(request, DescribeGroupsRequest):
         return describe_groups(ctx, request, version)
     group_id = vars(request)["group_id"]
-    if group_id in ctx.state.worker_groups:
-        return refuse_worker_group(request)
     consumer_group = ctx.state.group(group_id)
     if isinstance(request, JoinGroupRequest):
         request, refusal = join.checked(ctx, request, version)
         if refusal is not None:
             return refusal
+        worker_group = ctx.state.worker_groups.get(group_id)
+        if worker_group is not None:
+            return classic_workers.join(ctx, worker_group, request, version, client_id, client_host)
         if consumer_group is not None and consumer_group.members:
             return in_consumer_group.join(ctx, consumer_group, request, version, client_id, client_host)
         return join.join(ctx, request, version, client_id, client_host)
+    if group_id in ctx.state.worker_groups:
+        return _to_worker_group(ctx, ctx.state.worker_groups[group_id], request, version)
     group = ctx.state.classic_groups.get(group_id)
     if group is None and consumer_group is not None:
         return _to_consumer_group(ctx, consumer_group, request, version)
@@ -76,6 +80,16 @@ def _to_consumer_group(ctx: Context, group: ConsumerGroup, request: Message, ver
     raise ValueError(f"not a classic group API: {type(request).__name__}")
 
 
+def _to_worker_group(ctx: Context, group: WorkerGroup, request: Message, version: int) -> Message:
+    if isinstance(request, SyncGroupRequest):
+        return classic_workers.sync(ctx, group, request)
+    if isinstance(request, HeartbeatRequest):
+        return classic_workers.heartbeat(ctx, group, request)
+    if isinstance(request, LeaveGroupRequest):
+        return classic_workers.leave(ctx, group, request, version)
+    raise ValueError(f"not a classic group API: {type(request).__name__}")
+
+
 def on_timer(ctx: Context, group: ClassicGroup, key: tuple[Any, ...], payload: Any) -> None:
     """A classic timer fired (a member's session, the join phase, the sync phase)."""
     kind = key[0]
@@ -94,17 +108,3 @@ def on_loaded(ctx: Context) -> None:
         loaded = rebalance.write(ctx, group.loaded())
         for member_id in loaded.members:
             rebalance.reschedule_heartbeat(ctx, loaded, member_id)
-
-
-def refuse_worker_group(request: Message) -> Message:
-    """A classic request for a worker group: its JoinGroup is INCONSISTENT_GROUP_PROTOCOL (the
-    group speaks ConnectGroupHeartbeat), anything else comes from no member of it."""
-    if isinstance(request, JoinGroupRequest):
-        return JoinGroupResponse(
-            error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id
-        )
-    if isinstance(request, SyncGroupRequest):
-        return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
-    if isinstance(request, HeartbeatRequest):
-        return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
-    return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)

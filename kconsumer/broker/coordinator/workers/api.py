@@ -21,8 +21,9 @@ from ....protocol.messages.worker_group import (
 from ....protocol.schema import Message
 from ..context import Context
 from . import assignment, heartbeat
-from .membership import remove_worker, revocation_timer, session_timer
+from .membership import remove_worker
 from .model import CONNECT_GROUP_TYPE, WorkerGroup, WorkerState
+from .timer_keys import revocation_timer, session_timer
 
 #: The worker-group APIs (advertised in ApiVersions by the reference coordinator only).
 WORKER_APIS = frozenset(
@@ -82,9 +83,8 @@ def on_loaded(ctx: Context) -> None:
     again; computations are asked again by the next heartbeat."""
     for group in ctx.state.worker_groups.values():
         for worker in group.workers.values():
-            ctx.timers.schedule(
-                session_timer(group.group_id, worker.member_id), ctx.now_ms + ctx.config.session_timeout_ms
-            )
+            timeout = worker.classic.session_timeout_ms if worker.classic else ctx.config.session_timeout_ms
+            ctx.timers.schedule(session_timer(group.group_id, worker.member_id), ctx.now_ms + timeout)
             if worker.state == WorkerState.UNREVOKED:
                 ctx.timers.schedule(
                     revocation_timer(group.group_id, worker.member_id),

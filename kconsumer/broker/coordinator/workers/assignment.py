@@ -21,13 +21,14 @@ from ....protocol.messages.worker_group import (
     PreparedWorker,
 )
 from ..context import Context
-from .membership import FENCED_EPOCH, WorkerRun, assignment_timer, save
+from .membership import FENCED_EPOCH, WorkerRun, save
 from .model import TargetEntry, WorkerGroup
+from .timer_keys import assignment_timer
 
 
 def group_assignor(group: WorkerGroup) -> str | None:
     """The assignor every active worker supports with overlapping versions, best ranked first."""
-    workers = sorted(group.active_workers(), key=lambda w: w.member_id)
+    workers = sorted(group.computing_workers(), key=lambda w: w.member_id)
     ranked = ranked_candidates([w.assignors for w in workers])
     return ranked[0] if ranked else None
 
@@ -36,7 +37,7 @@ def selectable(group: WorkerGroup, name: str) -> list[str]:
     """The workers that may compute with assignor `name`, best first: those whose version range
     covers every worker's range (the seed's rule: of A[1-5], B[3-4], C[2-4] only A), else those
     that read every worker's metadata version, else every active worker (sorted by id)."""
-    workers = {w.member_id: w for w in group.active_workers()}
+    workers = {w.member_id: w for w in group.computing_workers()}
     announced = {member_id: worker.assignors for member_id, worker in workers.items()}
     ranges = [a.versions for w in workers.values() if (a := w.assignor(name)) is not None]
     low, high = min(r.minimum for r in ranges), max(r.maximum for r in ranges)

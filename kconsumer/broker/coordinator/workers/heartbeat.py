@@ -19,10 +19,13 @@ from ....protocol.messages.worker_group import (
     WorkerAssignment,
 )
 from ..context import Context
+from ..records import ClassicGroupTombstone
 from .assignment import chosen_run
-from .membership import FENCED_EPOCH, bump, fence_worker, remove_worker, revocation_timer, save, session_timer
-from .model import TargetEntry, Worker, WorkerGroup, WorkerState
+from .membership import FENCED_EPOCH, bump, fence_worker, remove_worker, save
+from .migration import upgrade
+from .model import CONNECT_GROUP_TYPE, TargetEntry, Worker, WorkerGroup, WorkerState
 from .reconcile import reconcile
+from .timer_keys import revocation_timer, session_timer
 
 
 def handle(
@@ -108,10 +111,15 @@ def _group(ctx: Context, request: ConnectGroupHeartbeatRequest) -> WorkerGroup:
     if group is not None:
         return group
     state = ctx.state
-    if group_id in state.groups or group_id in state.classic_groups or group_id in state.simple_groups:
-        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a worker group.")
     if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
         raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Worker group {group_id} does not exist.")
+    classic = state.classic_groups.get(group_id)
+    if classic is not None and classic.members:
+        return upgrade(ctx, classic)  # the first new-protocol worker of a classic connect group
+    if classic is not None and classic.protocol_type in (None, "", CONNECT_GROUP_TYPE):
+        ctx.writer.write(ClassicGroupTombstone(group_id))  # an empty one gives way, as in Kafka
+    elif group_id in state.groups or classic is not None or group_id in state.simple_groups:
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a worker group.")
     # As a consumer group (Kafka 4.3): a new group starts at epoch 1 with an empty target at 1,
     # so a worker is never at epoch 0 (the join epoch) once it is in.
     return WorkerGroup(group_id, group_epoch=1, assignment_epoch=1)
@@ -136,7 +144,7 @@ def _leave(
 
 
 def _check_assignors(group: WorkerGroup, member_id: str, assignors: tuple[AnnouncedAssignor, ...]) -> None:
-    others = [w.assignors for w in group.active_workers() if w.member_id != member_id]
+    others = [w.assignors for w in group.computing_workers() if w.member_id != member_id]
     if not ranked_candidates([*others, assignors]):
         raise KafkaApiError(
             ErrorCode.UNSUPPORTED_ASSIGNOR,

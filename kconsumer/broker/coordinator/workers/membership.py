@@ -7,7 +7,9 @@ from dataclasses import dataclass, field, replace
 
 from ..context import Context
 from ..records import WorkerGroupRecord, WorkerGroupTombstone
+from .migration import downgrade
 from .model import Worker, WorkerGroup, WorkerState
+from .timer_keys import assignment_timer, revocation_timer, session_timer
 
 #: The member epoch of a fenced worker whose units stay reserved until its session timeout.
 FENCED_EPOCH = -1
@@ -34,23 +36,12 @@ class WorkerRun:
     instances: dict[str, str] = field(default_factory=dict)
 
 
-def session_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("worker-session", group_id, member_id)
-
-
-def revocation_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    """A worker told to stop units must confirm within its rebalance timeout."""
-    return ("worker-rebalance", group_id, member_id)
-
-
-def assignment_timer(group_id: str) -> tuple[str, str]:
-    """The chosen worker must install an assignment within its rebalance timeout."""
-    return ("worker-assignment", group_id)
-
-
 def save(ctx: Context, group: WorkerGroup) -> WorkerGroup:
-    """Write the group's next version (a group without workers is deleted)."""
-    if group.workers:
+    """Write the group's next version (a group without workers is deleted; one with only
+    classic workers left becomes a classic group again: `migration.downgrade`)."""
+    if group.only_classic:
+        downgrade(ctx, group)
+    elif group.workers:
         ctx.writer.write(WorkerGroupRecord(group.group_id, group))
     elif group.group_id in ctx.state.worker_groups:
         ctx.writer.write(WorkerGroupTombstone(group.group_id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from ....assignment.announcements import AnnouncedAssignor
 from ....assignment.work_units import NO_UNITS, WorkUnits
+from ..model import ClassicMemberMetadata
 
 #: The ListGroups type and the protocol type of worker groups.
 CONNECT_GROUP_TYPE = "connect"
@@ -50,6 +51,9 @@ class Worker:
     assigned: WorkUnits = NO_UNITS
     #: Units it was told to stop and has not confirmed stopping.
     pending_revocation: WorkUnits = NO_UNITS
+    #: A worker of Connect's classic protocol (JoinGroup / SyncGroup, docs/worker-protocol.md
+    #: §9): its session timeout and JoinGroup protocols. It never computes an assignment.
+    classic: ClassicMemberMetadata | None = None
 
     @property
     def holds(self) -> WorkUnits:
@@ -60,6 +64,10 @@ class Worker:
     def active(self) -> bool:
         """In the group (not a static worker that left)."""
         return self.member_epoch >= 0
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def assignor(self, name: str) -> AnnouncedAssignor | None:
         return next((a for a in self.assignors if a.name == name), None)
@@ -103,6 +111,16 @@ class WorkerGroup:
 
     def active_workers(self) -> Iterator[Worker]:
         return (w for w in self.workers.values() if w.active)
+
+    def computing_workers(self) -> Iterator[Worker]:
+        """The active workers of the new protocol: those that agree on an assignor and may be
+        chosen to compute (classic workers are assigned, never asked)."""
+        return (w for w in self.active_workers() if not w.uses_classic)
+
+    @property
+    def only_classic(self) -> bool:
+        """Workers remain, and every one is classic: the group goes back to a classic group."""
+        return bool(self.workers) and all(w.uses_classic for w in self.workers.values())
 
     def by_instance(self, instance_id: str) -> Worker | None:
         return next((w for w in self.workers.values() if w.instance_id == instance_id), None)
