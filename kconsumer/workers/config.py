@@ -21,7 +21,20 @@ _DEFAULTS: dict[str, int] = {
     "retry.backoff.ms": 100,
     "retry.backoff.max.ms": 1_000,
 }
-_KNOWN = {"bootstrap.servers", "group.id", "group.instance.id", "client.id", *_DEFAULTS}
+#: Used by classic workers only (``group.protocol=classic``): the new protocol's coordinator
+#: sets both for every worker.
+_CLASSIC_DEFAULTS: dict[str, int] = {"session.timeout.ms": 45_000, "heartbeat.interval.ms": 3_000}
+#: ``connect``: the new protocol (worker groups); ``classic``: Connect's JoinGroup protocol.
+PROTOCOLS = ("connect", "classic")
+_KNOWN = {
+    "bootstrap.servers",
+    "group.id",
+    "group.instance.id",
+    "group.protocol",
+    "client.id",
+    *_DEFAULTS,
+    *_CLASSIC_DEFAULTS,
+}
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,9 @@ class WorkerConfig:
     retry_backoff_max_ms: int
     #: The security settings, for the connections.
     security: Mapping[str, Any]
+    protocol: str = "connect"
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
 
 
 def parse_config(settings: Mapping[str, Any]) -> WorkerConfig:
@@ -52,7 +68,20 @@ def parse_config(settings: Mapping[str, Any]) -> WorkerConfig:
     instance = settings.get("group.instance.id")
     if instance is not None and not str(instance).strip():
         raise ConfigError("group.instance.id", "must be non-empty when set")
-    numbers = {key: _positive(settings, key) for key in _DEFAULTS}
+    protocol = str(settings.get("group.protocol", "connect")).lower()
+    if protocol not in PROTOCOLS:
+        raise ConfigError("group.protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    for key in _CLASSIC_DEFAULTS:
+        if protocol != "classic" and key in settings:
+            raise ConfigError(key, "applies only with group.protocol=classic (the coordinator sets it)")
+    numbers = {key: _positive(settings, key, _DEFAULTS) for key in _DEFAULTS}
+    numbers.update({key: _positive(settings, key, _CLASSIC_DEFAULTS) for key in _CLASSIC_DEFAULTS})
+    if protocol == "classic" and numbers["lease.timeout.ms"] >= numbers["session.timeout.ms"]:
+        # A classic worker is removed a session timeout after its last heartbeat: it must have
+        # stopped its units by then.
+        raise ConfigError("lease.timeout.ms", "must be below session.timeout.ms with group.protocol=classic")
+    if numbers["heartbeat.interval.ms"] >= numbers["session.timeout.ms"]:
+        raise ConfigError("heartbeat.interval.ms", "must be below session.timeout.ms")
     if numbers["lease.timeout.ms"] >= numbers["rebalance.timeout.ms"]:
         # The coordinator removes a worker that has not confirmed a revocation within its
         # rebalance timeout: the lease must end first (docs/workers.md, the lease).
@@ -73,11 +102,14 @@ def parse_config(settings: Mapping[str, Any]) -> WorkerConfig:
         retry_backoff_ms=numbers["retry.backoff.ms"],
         retry_backoff_max_ms=numbers["retry.backoff.max.ms"],
         security=security,
+        protocol=protocol,
+        session_timeout_ms=numbers["session.timeout.ms"],
+        heartbeat_interval_ms=numbers["heartbeat.interval.ms"],
     )
 
 
-def _positive(settings: Mapping[str, Any], key: str) -> int:
-    value = settings.get(key, _DEFAULTS[key])
+def _positive(settings: Mapping[str, Any], key: str, defaults: Mapping[str, int]) -> int:
+    value = settings.get(key, defaults[key])
     if isinstance(value, bool):
         raise ConfigError(key, f"must be an integer, got {value!r}")
     try:

@@ -164,6 +164,10 @@ class WorkerCore:
 
     # -- queries --------------------------------------------------------------------------------
 
+    @property
+    def member_id(self) -> str:
+        return self.settings.member_id
+
     def reported_owned(self) -> WorkUnits:
         """What the heartbeat says the worker runs: its units, and those an on_assigned that
         has not returned yet is starting (so the coordinator never takes a unit for stopped

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any, cast
 
 from ..assignment.work_units import WorkUnits
 from ..errors import KConsumerError
 from .computation import REASON_REQUESTED
 from .core import CallbackKind, WorkerState
-from .runner import WorkerRunner
+from .runner import MembershipCore, WorkerRunner
 
 logger = logging.getLogger("kconsumer.workers")
 
@@ -25,7 +26,7 @@ class WorkerGroupError(KConsumerError):
 class WorkerFacade:
     """The part of a worker's facade that does not depend on how it waits."""
 
-    _runner: WorkerRunner
+    _runner: WorkerRunner[Any]
     _handlers: dict[CallbackKind, Callback | None]
 
     def _set_handlers(
@@ -38,18 +39,22 @@ class WorkerFacade:
         }
 
     @property
+    def _core(self) -> MembershipCore:
+        return cast(MembershipCore, self._runner.core)
+
+    @property
     def member_id(self) -> str:
-        return self._runner.core.settings.member_id
+        return self._core.member_id
 
     @property
     def assignment(self) -> WorkUnits:
         """The units this worker runs now (on_assigned returned, on_revoked / on_lost not yet)."""
-        return self._runner.core.owned
+        return self._core.owned
 
     @property
     def state(self) -> str:
         """``joining``, ``stable``, ``reconciling``, ``losing``, ``leaving``, ``closed`` or ``failed``."""
-        return self._runner.core.state.value
+        return self._core.state.value
 
     def request_rebalance(self, reason: str = "requested") -> None:
         """Ask the group for a new assignment (say, the declared work changed)."""

@@ -14,9 +14,9 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..assignment.work_units import WorkUnits
 from ..client.runtime.connection import TransportError
@@ -46,7 +46,6 @@ from .config import parse_config
 from .core import (
     AssignmentNote,
     ComputeAssignment,
-    Effect,
     Failed,
     RunCallback,
     SendHeartbeat,
@@ -74,12 +73,34 @@ def announce(assignor: WorkerAssignor) -> AnnouncedWorkerAssignor:
     )
 
 
-class WorkerRunner:
-    """One worker's I/O (see the module docstring). Call `post` from any thread."""
+class MembershipCore(Protocol):
+    """What the runner's loop and the facades use of a worker's core (either protocol's)."""
+
+    state: WorkerState
+    owned: WorkUnits
+
+    @property
+    def member_id(self) -> str: ...
+
+    def start(self, now_ms: int) -> Sequence[object]: ...
+    def tick(self, now_ms: int) -> Sequence[object]: ...
+    def next_deadline(self) -> int | None: ...
+    def callback_done(self, now_ms: int) -> Sequence[object]: ...
+    def request_rebalance(self, reason: int, now_ms: int) -> Sequence[object]: ...
+    def close(self, now_ms: int) -> Sequence[object]: ...
+    def fail(self, code: ErrorCode, message: str) -> Sequence[object]: ...
+
+
+CoreT = TypeVar("CoreT", bound=MembershipCore)
+
+
+class WorkerRunner(Generic[CoreT]):
+    """One worker's I/O loop (see the module docstring); each protocol's runner adds how it
+    talks to the coordinator (`_apply_protocol`). Call `post` from any thread."""
 
     def __init__(
         self,
-        core: WorkerCore,
+        core: CoreT,
         admin: GroupAdmin,
         assignors: list[WorkerAssignor],
         work: Callable[[], WorkUnits],
@@ -91,7 +112,7 @@ class WorkerRunner:
         self.work = work
         self.deliver = deliver
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._inbox: list[Callable[[int], list[Effect]]] = []
+        self._inbox: list[Callable[[int], Sequence[object]]] = []
         self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.failure: Failed | None = None
@@ -102,7 +123,7 @@ class WorkerRunner:
 
     # -- from other threads (or the loop itself) ------------------------------------------------
 
-    def post(self, event: Callable[[int], list[Effect]]) -> None:
+    def post(self, event: Callable[[int], Sequence[object]]) -> None:
         """Feed an event (a core method taking `now_ms`) to the core on the loop's thread."""
         loop = self.loop
         if loop is None:
@@ -110,7 +131,7 @@ class WorkerRunner:
         if not loop.is_closed():  # a closed loop: the worker is gone, nothing listens any more
             loop.call_soon_threadsafe(self._enqueue, event)
 
-    def _enqueue(self, event: Callable[[int], list[Effect]]) -> None:
+    def _enqueue(self, event: Callable[[int], Sequence[object]]) -> None:
         self._inbox.append(event)
         if self._wake is not None:
             self._wake.set()
@@ -138,24 +159,36 @@ class WorkerRunner:
                 task.cancel()
             await self.admin.__aexit__(None, None, None)
 
-    def _apply(self, effects: list[Effect]) -> None:
+    def _apply(self, effects: Sequence[object]) -> None:
         for effect in effects:
-            if isinstance(effect, SendHeartbeat):
-                self._spawn(self._heartbeat(effect))
-            elif isinstance(effect, RunCallback):
+            if isinstance(effect, RunCallback):
                 self.deliver(effect)
-            elif isinstance(effect, ComputeAssignment):
-                self._spawn(self._compute(effect.member_epoch))
-            elif isinstance(effect, AssignmentNote):
-                self._read_note(effect.metadata)
             elif isinstance(effect, Failed):
                 self.failure = effect
-                logger.error("worker %s failed: %s", self.core.settings.member_id, effect.message)
+                logger.error("worker %s failed: %s", self.core.member_id, effect.message)
+            else:
+                self._apply_protocol(effect)
+
+    def _apply_protocol(self, effect: object) -> None:
+        """Carry out an effect of the protocol's own (requests, computations)."""
+        raise NotImplementedError
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+class HeartbeatRunner(WorkerRunner[WorkerCore]):
+    """The new protocol's runner: ConnectGroupHeartbeat, and the computation when chosen."""
+
+    def _apply_protocol(self, effect: object) -> None:
+        if isinstance(effect, SendHeartbeat):
+            self._spawn(self._heartbeat(effect))
+        elif isinstance(effect, ComputeAssignment):
+            self._spawn(self._compute(effect.member_epoch))
+        elif isinstance(effect, AssignmentNote):
+            self._read_note(effect.metadata)
 
     async def _heartbeat(self, effect: SendHeartbeat) -> None:
         sent = self.now_ms()
@@ -248,13 +281,26 @@ def make_runner(
     work: Callable[[], Any],
     assignors: list[WorkerAssignor] | None,
     deliver: Callable[[RunCallback], None],
-) -> WorkerRunner:
-    """A runner for a worker configured by `settings` (ConfigError naming a bad key)."""
+) -> WorkerRunner[Any]:
+    """A runner for a worker configured by `settings` (ConfigError naming a bad key), on the
+    protocol ``group.protocol`` names."""
     config = parse_config(settings)
     chosen = assignors if assignors is not None else default_assignors(config.scheduled_delay_ms)
     names = [a.name for a in chosen]
     if not chosen or any(not name for name in names) or len(set(names)) != len(names):
         raise ConfigError("assignors", f"need at least one, with unique non-empty names, got {names}")
+    request_timeout_ms = config.request_timeout_ms
+    if config.protocol == "classic":  # a JoinGroup may wait a rebalance timeout for its answer
+        request_timeout_ms = max(request_timeout_ms, config.rebalance_timeout_ms + 5_000)
+    admin = GroupAdmin(
+        config.bootstrap_servers,
+        {"client.id": config.client_id, **config.security},
+        timeout_s=request_timeout_ms / 1000,
+    )
+    if config.protocol == "classic":
+        from .classic_runner import classic_runner
+
+        return classic_runner(config, admin, chosen, declared_work(work), deliver)
     core = WorkerCore(
         WorkerSettings(
             group_id=config.group_id,
@@ -267,12 +313,7 @@ def make_runner(
         ),
         [announce(a) for a in chosen],
     )
-    admin = GroupAdmin(
-        config.bootstrap_servers,
-        {"client.id": config.client_id, **config.security},
-        timeout_s=config.request_timeout_ms / 1000,
-    )
-    return WorkerRunner(core, admin, chosen, declared_work(work), deliver)
+    return HeartbeatRunner(core, admin, chosen, declared_work(work), deliver)
 
 
 def default_assignors(scheduled_delay_ms: int) -> list[WorkerAssignor]:

@@ -28,6 +28,10 @@ BASE = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}
         ({"retry.backoff.max.ms": 10}, "retry.backoff.max.ms"),
         ({"group.instance.id": " "}, "group.instance.id"),
         ({"session.timeout.ms": 1000}, "session.timeout.ms"),  # the coordinator's, not the worker's
+        ({"heartbeat.interval.ms": 100}, "heartbeat.interval.ms"),
+        ({"group.protocol": "consumer"}, "group.protocol"),
+        ({"group.protocol": "classic", "session.timeout.ms": 10_000}, "lease.timeout.ms"),
+        ({"group.protocol": "classic", "heartbeat.interval.ms": 50_000}, "heartbeat.interval.ms"),
         ({"security.protocol": "CARRIER_PIGEON"}, "security.protocol"),
     ],
 )

@@ -1,0 +1,435 @@
+"""`ClassicWorkerCore`: a worker on Connect's classic group protocol (``group.protocol=classic``,
+docs/workers.md), as a sans-IO state machine beside `core.WorkerCore`.
+
+It speaks JoinGroup / SyncGroup / Heartbeat / LeaveGroup with Connect's incremental cooperative
+protocol (``sessioned``, then ``compatible``), so it can share a classic group with other
+classic workers, and keep working while the group is converted to a worker group and back
+(the coordinator then answers its JoinGroup and SyncGroup itself).
+
+Events in (`start`, `tick`, `answered`, `failed`, `led`, `callback_done`, `request_rebalance`,
+`close`), effects out (`SendClassic`, `Lead`, `RunCallback`, `RejoinLater`, `Failed`), with
+the same rules as `WorkerCore`: one callback at a time, revocations before assignments, and the
+lease (no answered request for `lease_ms`: stop everything, join again).
+
+A rebalance: JoinGroup announcing what the worker runs; the leader (`Lead`: the driver runs the
+assignor over the members) sends every member's assignment in its SyncGroup; each member gets
+the units new to it and those it must stop. A worker told to stop units rejoins once they are
+stopped, so that the leader can hand them to their new owner in the next generation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..assignment.connect_protocol import (
+    COMPATIBLE,
+    CONNECT_PROTOCOL_TYPE,
+    SESSIONED,
+    ConnectWorkerState,
+    decode_assignment,
+    encode_worker_state,
+)
+from ..assignment.work_units import NO_UNITS, WorkUnits
+from ..client.member.backoff import ExponentialBackoff
+from ..errors import ErrorCode, ProtocolError
+from ..protocol.messages.classic_group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from ..protocol.schema import Message
+from .core import RETRIABLE, CallbackKind, Failed, RunCallback, WorkerState
+from .core import TRANSITIONS as _TRANSITIONS
+
+_S = WorkerState
+
+
+@dataclass(frozen=True)
+class SendClassic:
+    request: Message
+
+
+@dataclass(frozen=True)
+class Lead:
+    """This worker leads the generation: assign the members (then call `led`)."""
+
+    generation: int
+    members: tuple[JoinGroupResponseMember, ...]
+
+
+@dataclass(frozen=True)
+class RejoinLater:
+    """The leader asked for a rebalance `delay_ms` from now (the incremental assignor's delay),
+    or the assignment was computed from another declared work (`config_offset`)."""
+
+    delay_ms: int
+    config_offset: int
+
+
+ClassicEffect = SendClassic | Lead | RunCallback | RejoinLater | Failed
+
+#: After these the worker's membership is gone: it stops everything and joins afresh.
+_GONE = frozenset({ErrorCode.UNKNOWN_MEMBER_ID})
+#: Rejoin, keeping its units: it is still a member, of a group that moved on (a cooperative
+#: leader, or the coordinator, never gives a member's units away without revoking them first).
+_REJOIN = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION})
+
+
+@dataclass(frozen=True)
+class ClassicWorkerSettings:
+    group_id: str
+    instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int
+    lease_ms: int
+    #: What the worker announces as its config offset (kconsumer: its declared work's).
+    url: str = ""
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
+
+
+class ClassicWorkerCore:
+    """One classic worker's membership (see the module docstring)."""
+
+    def __init__(self, settings: ClassicWorkerSettings) -> None:
+        self.settings = settings
+        self.state = WorkerState.UNJOINED
+        self.member_id = ""
+        self.generation = -1
+        self.protocol_name: str | None = None
+        self.owned: WorkUnits = NO_UNITS
+        self.assigned: WorkUnits = NO_UNITS
+        self.error: Failed | None = None
+        self.config_offset = -1
+        self._running: RunCallback | None = None
+        self._in_flight: str | None = None  # "join", "sync", "heartbeat" or "leave"
+        self._rejoin = True
+        self._leave_sent = False
+        self._due_ms = 0
+        self._last_answered_sent_ms: int | None = None
+        self._backoff = ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms)
+        self._attempts = 0
+
+    @property
+    def epoch(self) -> int:
+        return self.generation
+
+    @property
+    def callback_running(self) -> bool:
+        return self._running is not None
+
+    def reported_owned(self) -> WorkUnits:
+        running = self._running
+        if running is not None and running.kind is CallbackKind.ASSIGNED:
+            return self.owned | running.units
+        return self.owned
+
+    def next_deadline(self) -> int | None:
+        lease = self._lease_deadline()
+        if self._in_flight or self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING):
+            return lease
+        return self._due_ms if lease is None else min(self._due_ms, lease)
+
+    def _lease_deadline(self) -> int | None:
+        if self._last_answered_sent_ms is None or not self.owned:
+            return None
+        if self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING):
+            return None
+        return self._last_answered_sent_ms + self.settings.lease_ms
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def start(self, now_ms: int) -> list[ClassicEffect]:
+        self._go(_S.JOINING)
+        self._rejoin = True
+        return self.tick(now_ms)
+
+    def tick(self, now_ms: int) -> list[ClassicEffect]:
+        effects: list[ClassicEffect] = []
+        lease = self._lease_deadline()
+        if lease is not None and now_ms >= lease:
+            effects += self._lose(forget_member=False)
+        if self._in_flight:
+            return effects
+        if self.state == _S.LEAVING:
+            if self._running is None and not self.owned and not self._leave_sent:
+                effects += self._leave()
+        elif self.state in (_S.JOINING, _S.STABLE, _S.RECONCILING) and now_ms >= self._due_ms:
+            if self._rejoin and self._running is None:
+                effects.append(self._join(now_ms))
+            elif self.state != _S.JOINING:
+                effects.append(self._heartbeat(now_ms))
+        return effects
+
+    def answered(self, response: Message, sent_ms: int, now_ms: int) -> list[ClassicEffect]:
+        """A request (sent at `sent_ms`) was answered."""
+        kind, self._in_flight = self._in_flight, None
+        if self.state == _S.LEAVING:
+            return self._after_leave(now_ms)
+        if self.state in (_S.CLOSED, _S.FAILED):
+            return []
+        code = ErrorCode.of(getattr(response, "error_code", 0))
+        if code == ErrorCode.NONE:
+            self._attempts = 0
+            self._last_answered_sent_ms = sent_ms
+        if kind == "join":
+            assert isinstance(response, JoinGroupResponse)
+            return self._joined(response, code, now_ms)
+        if kind == "sync":
+            assert isinstance(response, SyncGroupResponse)
+            return self._synced(response, code, now_ms)
+        assert isinstance(response, HeartbeatResponse)
+        if code == ErrorCode.NONE:
+            self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+            return []
+        return self._error(code, now_ms)
+
+    def failed(self, now_ms: int) -> list[ClassicEffect]:
+        """The request got no answer."""
+        kind, self._in_flight = self._in_flight, None
+        if self.state == _S.LEAVING:
+            return self._after_leave(now_ms)
+        if kind == "sync":
+            self._rejoin = True
+        return self._retry_later(now_ms)
+
+    def led(self, assignments: dict[str, bytes], now_ms: int) -> list[ClassicEffect]:
+        """The driver computed the members' assignments (this worker leads): sync them."""
+        if self.state != _S.JOINING or self._in_flight:
+            return []
+        return [self._sync(assignments)]
+
+    def callback_done(self, now_ms: int) -> list[ClassicEffect]:
+        done, self._running = self._running, None
+        assert done is not None, "no callback was running"
+        if done.kind is CallbackKind.ASSIGNED:
+            self.owned = self.owned | done.units
+        else:
+            self.owned = self.owned - done.units
+        if self.state == _S.LEAVING:
+            return self._leave_steps(now_ms)
+        if self.state == _S.LOSING:
+            if self.owned:
+                self._running = RunCallback(CallbackKind.LOST, self.owned)
+                return [self._running]
+            self.assigned = NO_UNITS
+            self._go(_S.JOINING)
+            self._rejoin, self._due_ms = True, now_ms
+            return self.tick(now_ms)
+        if done.kind is CallbackKind.REVOKED:
+            self._rejoin, self._due_ms = True, now_ms  # the leader may now hand them over
+        return self._reconcile() + self.tick(now_ms)
+
+    def request_rebalance(self, reason: int, now_ms: int) -> list[ClassicEffect]:
+        if not 1 <= reason <= 127:
+            raise ValueError(f"a rebalance reason is 1..127, got {reason}")
+        if self.state in (_S.STABLE, _S.RECONCILING, _S.JOINING):
+            self._rejoin, self._due_ms = True, now_ms
+        return self.tick(now_ms)
+
+    def fail(self, code: ErrorCode, message: str) -> list[ClassicEffect]:
+        if self.state in (_S.CLOSED, _S.FAILED):
+            return []
+        return self._fail(code, message)
+
+    def close(self, now_ms: int) -> list[ClassicEffect]:
+        if self.state in (_S.CLOSED, _S.FAILED, _S.UNJOINED):
+            self._go(_S.CLOSED)
+            return []
+        self._go(_S.LEAVING)
+        return self._leave_steps(now_ms)
+
+    # -- answers --------------------------------------------------------------------------------
+
+    def _joined(self, response: JoinGroupResponse, code: ErrorCode, now_ms: int) -> list[ClassicEffect]:
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id, self._due_ms, self._rejoin = response.member_id, now_ms, True
+            return self.tick(now_ms)
+        if code != ErrorCode.NONE:
+            return self._error(code, now_ms)
+        self.member_id = response.member_id
+        self.generation = response.generation_id
+        self.protocol_name = response.protocol_name
+        if response.leader == self.member_id:
+            return [Lead(response.generation_id, tuple(response.members))]
+        return [self._sync({})]
+
+    def _synced(self, response: SyncGroupResponse, code: ErrorCode, now_ms: int) -> list[ClassicEffect]:
+        if code != ErrorCode.NONE:
+            return self._error(code, now_ms)
+        if not response.assignment:
+            # The leader assigned nothing to anyone (its assignor failed): try again later.
+            self._rejoin = True
+            return self._retry_later(now_ms)
+        try:
+            assignment = decode_assignment(response.assignment)
+        except ProtocolError as exc:
+            return self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"the assignment does not decode: {exc}")
+        self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+        # Incremental: what it runs (as its JoinGroup said), less what is revoked, plus what is
+        # new. It rejoins once the revoked units are stopped (`callback_done`).
+        self.assigned = (self.reported_owned() - assignment.revoked) | assignment.assigned
+        self._go(_S.STABLE)
+        effects: list[ClassicEffect] = []
+        if assignment.delay_ms > 0 or assignment.config_offset >= 0:
+            effects.append(RejoinLater(assignment.delay_ms, assignment.config_offset))
+        return effects + self._reconcile()
+
+    def _error(self, code: ErrorCode, now_ms: int) -> list[ClassicEffect]:
+        if code in _REJOIN:
+            self._rejoin = True
+            if self.state != _S.LOSING:
+                self._go(_S.JOINING if self._running is None else self.state)
+            self._due_ms = now_ms
+            return self.tick(now_ms)
+        if code in _GONE:
+            return self._lose(forget_member=True)
+        if code in RETRIABLE:
+            self._rejoin = self._rejoin or self.state == _S.JOINING
+            return self._retry_later(now_ms)
+        if code == ErrorCode.FENCED_INSTANCE_ID:
+            return self._lose(forget_member=False) + self._fail(
+                code, "another worker took this worker's group.instance.id"
+            )
+        return self._fail(code, f"{code.name}: the group refused this worker")
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _go(self, target: WorkerState) -> None:
+        self.state = _TRANSITIONS.check(self.state, target)
+
+    def _reconcile(self) -> list[ClassicEffect]:
+        if self._running is not None or self.state not in (_S.STABLE, _S.RECONCILING):
+            return []
+        revoked = self.owned - self.assigned
+        added = self.assigned - self.owned
+        if not revoked and not added:
+            if self.state == _S.RECONCILING:
+                self._go(_S.STABLE)
+            return []
+        self._go(_S.RECONCILING)
+        self._running = RunCallback(
+            CallbackKind.REVOKED if revoked else CallbackKind.ASSIGNED, revoked or added
+        )
+        return [self._running]
+
+    def _lose(self, forget_member: bool) -> list[ClassicEffect]:
+        if forget_member:
+            self.member_id = ""
+        self.generation = -1
+        self._last_answered_sent_ms = None
+        self._rejoin = True
+        if self.state == _S.LEAVING:
+            return []
+        self.assigned = NO_UNITS
+        if self._running is not None:
+            self._go(_S.LOSING)
+            return []
+        if not self.owned:
+            self._go(_S.JOINING)
+            return []
+        self._go(_S.LOSING)
+        self._running = RunCallback(CallbackKind.LOST, self.owned)
+        return [self._running]
+
+    def _leave_steps(self, now_ms: int) -> list[ClassicEffect]:
+        if self._running is not None:
+            return []
+        if self.owned:
+            self._running = RunCallback(CallbackKind.REVOKED, self.owned)
+            return [self._running]
+        return self.tick(now_ms)
+
+    def _leave(self) -> list[ClassicEffect]:
+        self._leave_sent = True
+        if not self.member_id or self.settings.instance_id is not None:
+            # A static worker does not leave (Kafka's rule: it may be back within its session
+            # timeout); one that never joined has nobody to tell.
+            self._go(_S.CLOSED)
+            return []
+        self._in_flight = "leave"
+        return [
+            SendClassic(
+                LeaveGroupRequest(
+                    group_id=self.settings.group_id,
+                    member_id=self.member_id,
+                    members=[MemberIdentity(member_id=self.member_id, reason="the worker is closing")],
+                )
+            )
+        ]
+
+    def _after_leave(self, now_ms: int) -> list[ClassicEffect]:
+        if self._leave_sent:
+            self._go(_S.CLOSED)
+            return []
+        return self._leave_steps(now_ms)
+
+    def _retry_later(self, now_ms: int) -> list[ClassicEffect]:
+        self._due_ms = now_ms + self._backoff.backoff(self._attempts)
+        self._attempts += 1
+        return []
+
+    def _fail(self, code: ErrorCode, message: str) -> list[ClassicEffect]:
+        self.error = Failed(code, message)
+        self._go(_S.FAILED)
+        return [self.error]
+
+    def _join(self, now_ms: int) -> SendClassic:
+        self._go(_S.JOINING)
+        self._in_flight = "join"
+        self._rejoin = False
+        self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+        state = ConnectWorkerState(self.settings.url, self.config_offset, self.reported_owned())
+        return SendClassic(
+            JoinGroupRequest(
+                group_id=self.settings.group_id,
+                session_timeout_ms=self.settings.session_timeout_ms,
+                rebalance_timeout_ms=self.settings.rebalance_timeout_ms,
+                member_id=self.member_id,
+                group_instance_id=self.settings.instance_id,
+                protocol_type=CONNECT_PROTOCOL_TYPE,
+                protocols=[
+                    JoinGroupRequestProtocol(name=SESSIONED, metadata=encode_worker_state(state, 2)),
+                    JoinGroupRequestProtocol(name=COMPATIBLE, metadata=encode_worker_state(state, 1)),
+                ],
+                reason="rebalance",
+            )
+        )
+
+    def _sync(self, assignments: dict[str, bytes]) -> SendClassic:
+        self._in_flight = "sync"
+        return SendClassic(
+            SyncGroupRequest(
+                group_id=self.settings.group_id,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=self.settings.instance_id,
+                protocol_type=CONNECT_PROTOCOL_TYPE,
+                protocol_name=self.protocol_name,
+                assignments=[
+                    SyncGroupRequestAssignment(member_id=m, assignment=a)
+                    for m, a in sorted(assignments.items())
+                ],
+            )
+        )
+
+    def _heartbeat(self, now_ms: int) -> SendClassic:
+        self._in_flight = "heartbeat"
+        self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+        return SendClassic(
+            HeartbeatRequest(
+                group_id=self.settings.group_id,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=self.settings.instance_id,
+            )
+        )
