@@ -19,6 +19,7 @@ stopped, so that the leader can hand them to their new owner in the next generat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..assignment.connect_protocol import (
@@ -91,8 +92,12 @@ class ClassicWorkerSettings:
     rebalance_timeout_ms: int
     heartbeat_interval_ms: int
     lease_ms: int
-    #: What the worker announces as its config offset (kconsumer: its declared work's).
+    #: What the worker announces as its url (Connect's REST url; kconsumer: its client id).
     url: str = ""
+    #: The config offset it announces at each JoinGroup: Connect's config-topic position;
+    #: kconsumer's, the fingerprint of its declared work (`connect_protocol.work_offset`), so
+    #: that a rejoin after the work changed asks for a new assignment.
+    config_offset: Callable[[], int] = lambda: -1
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
 
@@ -109,7 +114,6 @@ class ClassicWorkerCore:
         self.owned: WorkUnits = NO_UNITS
         self.assigned: WorkUnits = NO_UNITS
         self.error: Failed | None = None
-        self.config_offset = -1
         self._running: RunCallback | None = None
         self._in_flight: str | None = None  # "join", "sync", "heartbeat" or "leave"
         self._rejoin = True
@@ -134,10 +138,21 @@ class ClassicWorkerCore:
         return self.owned
 
     def next_deadline(self) -> int | None:
+        """When `tick` next has work (None: nothing until an answer, `led` or a callback)."""
         lease = self._lease_deadline()
-        if self._in_flight or self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING):
+        if not self._sends_by_time():
             return lease
         return self._due_ms if lease is None else min(self._due_ms, lease)
+
+    def _sends_by_time(self) -> bool:
+        """Whether a request goes out once `_due_ms` passes: a JoinGroup when it must rejoin and
+        no callback runs, else a Heartbeat once it has a generation (not while it waits for its
+        JoinGroup's or SyncGroup's answer, or for `led`)."""
+        if self._in_flight or self.state not in (_S.JOINING, _S.STABLE, _S.RECONCILING):
+            return False
+        if self._rejoin and self._running is None:
+            return True
+        return self.state != _S.JOINING
 
     def _lease_deadline(self) -> int | None:
         if self._last_answered_sent_ms is None or not self.owned:
@@ -163,10 +178,10 @@ class ClassicWorkerCore:
         if self.state == _S.LEAVING:
             if self._running is None and not self.owned and not self._leave_sent:
                 effects += self._leave()
-        elif self.state in (_S.JOINING, _S.STABLE, _S.RECONCILING) and now_ms >= self._due_ms:
+        elif self._sends_by_time() and now_ms >= self._due_ms:
             if self._rejoin and self._running is None:
                 effects.append(self._join(now_ms))
-            elif self.state != _S.JOINING:
+            else:
                 effects.append(self._heartbeat(now_ms))
         return effects
 
@@ -198,8 +213,8 @@ class ClassicWorkerCore:
         kind, self._in_flight = self._in_flight, None
         if self.state == _S.LEAVING:
             return self._after_leave(now_ms)
-        if kind == "sync":
-            self._rejoin = True
+        if kind in ("join", "sync"):
+            self._rejoin = True  # the rebalance did not complete for this worker: again
         return self._retry_later(now_ms)
 
     def led(self, assignments: dict[str, bytes], now_ms: int) -> list[ClassicEffect]:
@@ -388,7 +403,7 @@ class ClassicWorkerCore:
         self._in_flight = "join"
         self._rejoin = False
         self._due_ms = now_ms + self.settings.heartbeat_interval_ms
-        state = ConnectWorkerState(self.settings.url, self.config_offset, self.reported_owned())
+        state = ConnectWorkerState(self.settings.url, self.settings.config_offset(), self.reported_owned())
         return SendClassic(
             JoinGroupRequest(
                 group_id=self.settings.group_id,

@@ -45,6 +45,7 @@ def classic_runner(
             heartbeat_interval_ms=config.heartbeat_interval_ms,
             lease_ms=config.lease_ms,
             url=config.client_id,
+            config_offset=partial(_offset, work),
             retry_backoff_ms=config.retry_backoff_ms,
             retry_backoff_max_ms=config.retry_backoff_max_ms,
         )
@@ -111,17 +112,19 @@ class ClassicWorkerRunner(WorkerRunner[ClassicWorkerCore]):
 
     def _rejoin_later(self, effect: RejoinLater) -> None:
         assert self.loop is not None
-        if effect.config_offset >= 0:
-            try:
-                changed = work_offset(self.work()) != effect.config_offset
-            except Exception:
-                logger.exception("the declared work could not be read")
-                changed = False
-            if changed:
-                self._enqueue(partial(self.core.request_rebalance, REASON_WORK_CHANGED))
+        if effect.config_offset >= 0 and _offset(self.work) not in (effect.config_offset, -1):
+            self._enqueue(partial(self.core.request_rebalance, REASON_WORK_CHANGED))
         if effect.delay_ms > 0:
             self.loop.call_later(
                 effect.delay_ms / 1000,
                 self._enqueue,
                 partial(self.core.request_rebalance, REASON_DELAY_ENDED),
             )
+
+
+def _offset(work: Callable[[], WorkUnits]) -> int:
+    try:
+        return work_offset(work())
+    except Exception:
+        logger.exception("the declared work could not be read")
+        return -1

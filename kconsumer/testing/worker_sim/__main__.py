@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .run import run_seed
+from .run import PROTOCOLS, run_seed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,9 +13,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0:200", help="a range A:B of seeds")
     parser.add_argument("--seed", type=int, help="one seed, with its trace (-v)")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--protocols", choices=PROTOCOLS, default="connect", help="mixed: half the workers are classic"
+    )
     args = parser.parse_args(argv)
     if args.seed is not None:
-        result = run_seed(args.seed, verbose=args.verbose)
+        result = run_seed(args.seed, verbose=args.verbose, protocols=args.protocols)
         print(result.report())
         print(f"trace hash {result.trace_hash}")
         return 0 if result.ok else 1
@@ -24,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     faults: dict[str, int] = {}
     restarts = 0
     for seed in range(first, last):
-        result = run_seed(seed)
+        result = run_seed(seed, protocols=args.protocols)
         for kind, count in result.faults.items():
             faults[kind] = faults.get(kind, 0) + count
         restarts += result.restarts

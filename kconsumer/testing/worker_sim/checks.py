@@ -80,8 +80,15 @@ class Checks:
         if missing or extra or doubled:
             self.convergence_reason = f"missing {missing}, undeclared {extra}, doubled {doubled}"
             return False
-        group = world.coordinator.state.worker_groups.get("workers")
-        if group is None or group.state_name != "Stable":
+        state = world.coordinator.state
+        group = state.worker_groups.get("workers")
+        classic = state.classic_groups.get("workers")
+        if all(w.kind_classic for w in active):
+            # Only classic workers: a classic group (converted back if it was a worker group).
+            if classic is None or classic.state.name != "STABLE":
+                self.convergence_reason = f"classic group {'gone' if classic is None else classic.state.name}"
+                return False
+        elif group is None or group.state_name != "Stable":
             self.convergence_reason = f"group {'gone' if group is None else group.state_name}"
             return False
         self.convergence_reason = "converged"

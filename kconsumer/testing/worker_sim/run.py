@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ...errors import ErrorCode
 from ..sim.trace import Trace
 from .checks import Violation
+from .classic import SimClassicWorker
 from .world import REASON_REQUESTED, SimWorker, World, WorldParams
 
 #: After the faults stop, the world must settle within this much time beyond its timeouts.
@@ -24,6 +25,7 @@ class WorkerSimResult:
     tail: list[str]
     faults: dict[str, int] = field(default_factory=dict)
     restarts: int = 0
+    protocols: str = "connect"
 
     @property
     def ok(self) -> bool:
@@ -34,7 +36,8 @@ class WorkerSimResult:
         lines += [f"  {v}" for v in self.violations]
         if not self.ok:
             lines += self.tail
-            lines.append(f"  replay: python -m kconsumer.testing.worker_sim --seed {self.seed}")
+            mixed = " --protocols mixed" if self.protocols == "mixed" else ""
+            lines.append(f"  replay: python -m kconsumer.testing.worker_sim --seed {self.seed}{mixed}")
         return "\n".join(lines)
 
 
@@ -138,11 +141,17 @@ class _Faults:
                 world.sched.after(1_000, self._join, worker.core.settings.instance_id)
 
 
-def run_seed(seed: int, verbose: bool = False) -> WorkerSimResult:
+#: ``connect``: every worker on the new protocol; ``mixed``: half of them classic.
+PROTOCOLS = ("connect", "mixed")
+
+
+def run_seed(seed: int, verbose: bool = False, protocols: str = "connect") -> WorkerSimResult:
     """Run one seed to its end (the first violation stops it)."""
+    if protocols not in PROTOCOLS:
+        raise ValueError(f"protocols must be one of {PROTOCOLS}, got {protocols!r}")
     trace = Trace(verbose=verbose, sink=print)
     params = WorldParams.draw(__import__("random").Random(seed * 7919 + 1))
-    world = World(seed, params, trace)
+    world = World(seed, params, trace, SimClassicWorker if protocols == "mixed" else None)
     trace.log(0, "seed", f"{seed} {params}")
     faults = _Faults(world)
     faults.start()
@@ -186,5 +195,11 @@ def run_seed(seed: int, verbose: bool = False) -> WorkerSimResult:
             if not world.checks.violations:
                 world.checks.violation("converges", f"not settled: {world.checks.convergence_reason}")
     return WorkerSimResult(
-        seed, world.checks.violations, trace.digest, list(trace.tail), faults.counts, faults.restarts
+        seed,
+        world.checks.violations,
+        trace.digest,
+        list(trace.tail),
+        faults.counts,
+        faults.restarts,
+        protocols,
     )

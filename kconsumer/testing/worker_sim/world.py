@@ -9,12 +9,15 @@ Everything runs on the simulated clock (`testing.sim.scheduler`), so a seed repl
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...assignment.work_units import WorkUnits
 from ...broker.coordinator import GroupCoordinator
+from ...broker.coordinator.classic.replies import Deferred
 from ...broker.coordinator.config import CoordinatorConfig
+from ...protocol.api import ApiKey
 from ...protocol.messages.worker_group import (
     ConnectGroupHeartbeatResponse,
     ConnectGroupPrepareAssignmentRequest,
@@ -26,7 +29,6 @@ from ...workers.computation import REASON_REQUESTED, compute, install_request, n
 from ...workers.core import (
     AssignmentNote,
     ComputeAssignment,
-    Effect,
     Failed,
     RunCallback,
     SendHeartbeat,
@@ -38,6 +40,8 @@ from ..sim.scheduler import Scheduler
 from ..sim.trace import Trace
 
 GROUP = "workers"
+#: The versions the simulation's classic workers speak (the worker APIs have version 0 only).
+CLASSIC_VERSIONS = {ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5}
 
 
 @dataclass(frozen=True)
@@ -108,36 +112,47 @@ class SimWorker:
         order = [self.assignors[params.assignor]] + [
             a for n, a in self.assignors.items() if n != params.assignor
         ]
-        self.core = WorkerCore(settings, [announce(a) for a in order])
+        self.order = order
+        self.core: Any = self.make_core(settings)
         self.app = App()
         self.alive = True
         self.cut_off_until = 0
         self._tick_at: int | None = None
 
+    #: Whether it speaks Connect's classic protocol.
+    kind_classic = False
+
+    def make_core(self, settings: WorkerSettings) -> Any:
+        return WorkerCore(settings, [announce(a) for a in self.order])
+
     @property
     def member_id(self) -> str:
-        return self.core.settings.member_id
+        return str(self.core.member_id)
 
     def cut_off(self) -> bool:
         return self.world.sched.now < self.cut_off_until
 
-    def feed(self, effects: list[Effect]) -> None:
+    def feed(self, effects: Sequence[object]) -> None:
         """Carry out the core's effects, then make sure it is ticked when due."""
         if not self.alive:
             return
         for effect in effects:
             self.world.trace.log(self.world.sched.now, self.label, type(effect).__name__ + _describe(effect))
-            if isinstance(effect, SendHeartbeat):
-                self.world.send(self, effect.request, self._answered)
-            elif isinstance(effect, RunCallback):
+            if isinstance(effect, RunCallback):
                 self._run_callback(effect)
-            elif isinstance(effect, ComputeAssignment):
-                self._compute(effect.member_epoch)
-            elif isinstance(effect, AssignmentNote):
-                self._read_note(effect.metadata)
             elif isinstance(effect, Failed):
                 self.world.failures.append(f"{self.label} failed: {effect.error.name} {effect.message}")
+            else:
+                self._carry_out(effect)
         self._schedule_tick()
+
+    def _carry_out(self, effect: object) -> None:
+        if isinstance(effect, SendHeartbeat):
+            self.world.send(self, effect.request, self._answered)
+        elif isinstance(effect, ComputeAssignment):
+            self._compute(effect.member_epoch)
+        elif isinstance(effect, AssignmentNote):
+            self._read_note(effect.metadata)
 
     def _schedule_tick(self) -> None:
         deadline = self.core.next_deadline()
@@ -216,7 +231,9 @@ class SimWorker:
 class World:
     """The coordinator, the workers, the network and the declared work."""
 
-    def __init__(self, seed: int, params: WorldParams, trace: Trace) -> None:
+    def __init__(
+        self, seed: int, params: WorldParams, trace: Trace, classic_kind: type[SimWorker] | None = None
+    ) -> None:
         from .checks import Checks
 
         self.seed = seed
@@ -225,15 +242,26 @@ class World:
         self.sched = Scheduler()
         self.trace = trace
         config = CoordinatorConfig(
-            session_timeout_ms=params.session_ms, heartbeat_interval_ms=params.heartbeat_ms
+            session_timeout_ms=params.session_ms,
+            heartbeat_interval_ms=params.heartbeat_ms,
+            classic_min_session_timeout_ms=1_000,  # classic workers use the seed's session timeout
         )
-        self.coordinator = GroupCoordinator(config)
+        # Member ids the coordinator hands out (classic joins) count on across failovers, as a
+        # server's random ones never repeat.
+        handed_out = iter(range(1, 2**62))
+        self._new_member_id = lambda: f"m{next(handed_out)}"
+        self.coordinator = GroupCoordinator(config, new_member_id=self._new_member_id)
         self.coordinator_generation = 0
         self.workers: list[SimWorker] = []
         self.work: dict[str, int] = {
             f"c{i}": self.rng.randrange(0, 4) for i in range(self.rng.randrange(1, 5))
         }
         self.failures: list[str] = []
+        #: None: every worker on the new protocol. Else each new worker is, by a coin toss, one of
+        #: this kind (Connect's JoinGroup protocol), so the group is converted back and forth.
+        self.classic_kind = classic_kind
+        #: Classic JoinGroup / SyncGroup answers the coordinator gives later, by ticket.
+        self.waiting: dict[int, Callable[[Message], None]] = {}
         self._ids = 0
         self.checks = Checks(self)
         self._poll_at: int | None = None
@@ -247,7 +275,9 @@ class World:
     def add_worker(self, instance_id: str | None = None) -> SimWorker:
         self._ids += 1
         member_id = f"{self.rng.getrandbits(64):016x}"
-        worker = SimWorker(self, f"w{self._ids}", member_id, instance_id)
+        kind = self.classic_kind if self.classic_kind and self.rng.random() < 0.5 else SimWorker
+        label = f"w{self._ids}" + ("c" if kind is not SimWorker else "")
+        worker = kind(self, label, member_id, instance_id)
         self.workers.append(worker)
         self.trace.log(self.sched.now, worker.label, f"starts as {member_id} instance={instance_id}")
         worker.feed(worker.core.start(self.sched.now))
@@ -278,8 +308,16 @@ class World:
         def arrive() -> None:
             if generation != self.coordinator_generation:
                 return  # the coordinator it was sent to is gone
-            response = self.coordinator.handle(request, 0, self.sched.now, worker.label, "sim").response
+            version = CLASSIC_VERSIONS.get(request.API_KEY, 0)
+            response = self.coordinator.handle(request, version, self.sched.now, worker.label, "sim").response
+            if isinstance(response, Deferred):
+                self.waiting[response.ticket] = deliver
+            else:
+                deliver(response)
+            self._answer_waiting()
             self._schedule_poll()
+
+        def deliver(response: Message) -> None:
             if self.rng.random() < params.lost_answer_p or worker.cut_off():
                 return
 
@@ -300,9 +338,16 @@ class World:
             self._poll_at = deadline
             self.sched.at(deadline, self._poll)
 
+    def _answer_waiting(self) -> None:
+        for ticket, response in self.coordinator.take_replies():
+            deliver = self.waiting.pop(ticket, None)
+            if deliver is not None:
+                deliver(response)
+
     def _poll(self) -> None:
         self._poll_at = None
         records = self.coordinator.poll(self.sched.now)
+        self._answer_waiting()
         if records:
             self.trace.log(self.sched.now, "coord", f"timers: {len(records)} records")
         self._schedule_poll()
@@ -310,14 +355,17 @@ class World:
     def fail_over(self) -> None:
         """A new coordinator replays the old one's log; requests in flight are lost."""
         old = self.coordinator
-        self.coordinator = GroupCoordinator.replaying(list(old.log or ()), self.sched.now, old.config)
+        self.waiting.clear()  # waiting JoinGroup / SyncGroup requests are lost with it
+        self.coordinator = GroupCoordinator.replaying(
+            list(old.log or ()), self.sched.now, old.config, new_member_id=self._new_member_id
+        )
         self.coordinator_generation += 1
         self._poll_at = None
         self._schedule_poll()
         self.trace.log(self.sched.now, "coord", "failed over")
 
 
-def _describe(effect: Effect) -> str:
+def _describe(effect: object) -> str:
     if isinstance(effect, SendHeartbeat):
         r = effect.request
         owned = "-" if r.owned is None else str(WorkUnits.from_wire(r.owned))

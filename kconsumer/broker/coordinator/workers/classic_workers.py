@@ -18,6 +18,7 @@ from ....assignment.connect_protocol import (
     CONNECT_PROTOCOL_TYPE,
     PROTOCOL_VERSIONS,
     ConnectAssignment,
+    decode_worker_state,
 )
 from ....assignment.work_units import WorkUnits
 from ....errors import ErrorCode, KafkaApiError, ProtocolError
@@ -61,9 +62,10 @@ def join(
     if request.protocol_type != CONNECT_PROTOCOL_TYPE or protocols is None:
         return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
     try:
-        runs = runs_of(protocols[0][1])
+        announced = decode_worker_state(protocols[0][1])
     except ProtocolError:
         return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+    runs = announced.runs
     if runs.problem():
         return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
     worker = group.workers.get(member_id)
@@ -78,6 +80,10 @@ def join(
             return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
     elif static is not None and request.member_id and static.member_id != member_id:
         return join_error(ErrorCode.FENCED_INSTANCE_ID, member_id)
+    if static is not None and static.member_id != member_id and static.active and not static.uses_classic:
+        # A new-protocol worker holds the instance and may still run its units (its answer
+        # to a new-protocol worker in the same place).
+        return join_error(ErrorCode.UNRELEASED_INSTANCE_ID, member_id)
     classic = ClassicMemberMetadata(request.session_timeout_ms, protocols)
     if worker is None and static is not None and static.member_id != member_id:
         # The static worker is back under a new member id: it takes over its place and units.
@@ -95,6 +101,10 @@ def join(
         group = bump(group)
     elif not worker.active or not worker.uses_classic:
         return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+    elif _config_offset(worker) not in (announced.config_offset, None):
+        # Its configuration moved on (Connect: the config topic; kconsumer: its declared work):
+        # as a new-protocol worker's rebalance reason, it asks for a new assignment.
+        group = bump(group)
     worker = replace(worker, rebalance_timeout_ms=request.rebalance_timeout_ms, classic=classic)
     worker = _adopt(group, worker, runs)
     reconciled = reconcile(group, worker, runs)
@@ -108,6 +118,16 @@ def join(
         leader="",
         members=[],
     )
+
+
+def _config_offset(worker: Worker) -> int | None:
+    """The config offset of the worker's last JoinGroup (None: not a classic one, or unreadable)."""
+    if worker.classic is None:
+        return None
+    try:
+        return decode_worker_state(worker.classic.metadata).config_offset
+    except ProtocolError:
+        return None
 
 
 def _incremental_first(request: JoinGroupRequest) -> tuple[tuple[str, bytes], ...] | None:
