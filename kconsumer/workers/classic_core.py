@@ -192,6 +192,9 @@ class ClassicWorkerCore:
             return self._after_leave(now_ms)
         if self.state in (_S.CLOSED, _S.FAILED):
             return []
+        if self.state == _S.LOSING:
+            self._rejoin = True  # it is stopping everything: whatever came is for a lost member
+            return []
         code = ErrorCode.of(getattr(response, "error_code", 0))
         if code == ErrorCode.NONE:
             self._attempts = 0

@@ -13,7 +13,12 @@ from ...assignment.connect_protocol import (
     work_offset,
 )
 from ...errors import ProtocolError
-from ...protocol.messages.classic_group import JoinGroupRequest, JoinGroupResponse, SyncGroupResponse
+from ...protocol.messages.classic_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from ...protocol.schema import Message
 from ...workers.classic_core import (
     ClassicWorkerCore,
@@ -52,7 +57,10 @@ class SimClassicWorker(SimWorker):
     def _carry_out(self, effect: object) -> None:
         if isinstance(effect, SendClassic):
             self.world.trace.log(self.world.sched.now, self.label, describe_request(effect.request))
-            self.world.send(self, effect.request, self._classic_answered)
+            # As the runner: a JoinGroup or SyncGroup may wait a rebalance timeout for its answer.
+            waits = isinstance(effect.request, (JoinGroupRequest, SyncGroupRequest))
+            timeout = self.world.params.rebalance_ms + 5_000 if waits else None
+            self.world.send(self, effect.request, self._classic_answered, timeout)
         elif isinstance(effect, Lead):
             self._lead(effect)
         elif isinstance(effect, RejoinLater):

@@ -288,12 +288,12 @@ class World:
 
     # -- the network ----------------------------------------------------------------------------
 
-    def send(self, worker: SimWorker, request: Any, answer: Any) -> None:
+    def send(self, worker: SimWorker, request: Any, answer: Any, timeout_ms: int | None = None) -> None:
         """Deliver `request` after a latency and `answer(response, sent_ms)` after another; a
         cut-off worker's request, or an answer lost on the way, reaches `answer(None, sent)`
         after the request timeout (the request may have been processed all the same)."""
         sent, params, generation = self.sched.now, self.params, self.coordinator_generation
-        timeout_at = sent + params.request_timeout_ms
+        timeout_at = sent + (params.request_timeout_ms if timeout_ms is None else timeout_ms)
         done = {"answered": False}
 
         def fail() -> None:

@@ -85,22 +85,30 @@ def join(
         # to a new-protocol worker in the same place).
         return join_error(ErrorCode.UNRELEASED_INSTANCE_ID, member_id)
     classic = ClassicMemberMetadata(request.session_timeout_ms, protocols)
-    if worker is None and static is not None and static.member_id != member_id:
-        # The static worker is back under a new member id: it takes over its place and units.
-        worker = replace(static, member_id=member_id, client_id=client_id, client_host=client_host)
+    if worker is not None and (not worker.active or not worker.uses_classic):
+        return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+    if (
+        worker is None
+        and static is None
+        and sum(1 for _ in group.active_workers()) >= ctx.config.max_group_size
+    ):
+        return join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id)
+    # Every check passed: from here on the group changes.
+    if worker is None and static is not None:
+        # The static worker is back under a new member id (a classic one, or a new-protocol one
+        # that left for a while): it takes over its place and units.
+        worker = replace(
+            static, member_id=member_id, assignors=(), client_id=client_id, client_host=client_host
+        )
+        if not worker.active:
+            worker = replace(worker, member_epoch=worker.previous_member_epoch)
         target = {(member_id if k == static.member_id else k): v for k, v in group.target.items()}
         ctx.timers.cancel(session_timer(group.group_id, static.member_id))
         ctx.timers.cancel(revocation_timer(group.group_id, static.member_id))
         group = replace(group.without_worker(static.member_id), target=target)
-        if not worker.active:
-            worker = replace(worker, member_epoch=worker.previous_member_epoch)
-    if worker is None:
-        if sum(1 for _ in group.active_workers()) >= ctx.config.max_group_size:
-            return join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id)
+    elif worker is None:
         worker = Worker(member_id, instance_id, request.rebalance_timeout_ms, (), client_id, client_host)
         group = bump(group)
-    elif not worker.active or not worker.uses_classic:
-        return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
     elif _config_offset(worker) not in (announced.config_offset, None):
         # Its configuration moved on (Connect: the config topic; kconsumer: its declared work):
         # as a new-protocol worker's rebalance reason, it asks for a new assignment.
