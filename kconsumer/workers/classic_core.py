@@ -13,7 +13,7 @@ lease (no answered request for `lease_ms`: stop everything, join again).
 
 A rebalance: JoinGroup announcing what the worker runs; the leader (`Lead`: the driver runs the
 assignor over the members) sends every member's assignment in its SyncGroup; each member gets
-the units new to it and those it must stop. A worker told to stop units rejoins once they are
+everything it is to run and what it must stop. A worker told to stop units rejoins once they are
 stopped, so that the leader can hand them to their new owner in the next generation.
 """
 

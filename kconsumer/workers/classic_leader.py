@@ -7,6 +7,11 @@ cooperative way: a member keeps the units of its target it runs, is told to stop
 is given only target units that no member runs. A unit that moves is therefore revoked in one
 generation and given in the next, after its old owner rejoined without it.
 
+Connect's leader sends each member only what is new to it; this one sends everything the member
+is to run (what it keeps and what is new). A Connect worker adds the assignment to what it runs,
+so both read the same; and a static member's new process, handed its predecessor's stored
+assignment by the coordinator without a rebalance, learns everything it is to run.
+
 The leader keeps the assignor's state and the last targets in memory (`LeaderMemory`), as
 Connect's leader does: a new leader starts without them.
 """
@@ -83,7 +88,7 @@ def lead(
                 run_by_others = run_by_others | units
         delay = computed.rebalance_in_ms if member_id == leader_id and computed.rebalance_in_ms else 0
         assignment = ConnectAssignment(
-            assigned=target - owned - run_by_others,
+            assigned=(target & owned) | (target - run_by_others),
             revoked=owned - target,
             leader=leader_id,
             config_offset=offset,

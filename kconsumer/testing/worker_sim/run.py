@@ -103,6 +103,9 @@ class _Faults:
     def _restart(self, victim: SimWorker) -> None:
         """Sometimes the process comes back (a static one with its instance id)."""
         rng = self.world.rng
+        if victim.restarted:
+            return  # closed again while it was leaving: one process comes back, not two
+        victim.restarted = True
         if rng.random() < 0.6:
             instance = victim.core.settings.instance_id
             self.world.sched.after(rng.randrange(100, 6_000), self._join, instance)
@@ -187,6 +190,10 @@ def run_seed(seed: int, verbose: bool = False, protocols: str = "connect") -> Wo
             + params.delay_ms
             + SETTLE_MARGIN_MS
         )
+        if world.classic_kind is not None:
+            # A classic JoinGroup or SyncGroup whose answer is lost is given up only after its
+            # long timeout (a rebalance timeout and 5 s): allow two of them.
+            bound += 2 * (params.rebalance_ms + 5_000)
         while not world.checks.violations and world.sched.now < bound:
             world.sched.run_until(world.sched.now + 250, stop)
             if world.checks.converged():

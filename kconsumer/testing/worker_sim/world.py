@@ -117,6 +117,8 @@ class SimWorker:
         self.app = App()
         self.alive = True
         self.cut_off_until = 0
+        #: Its restart (a new process, same instance id) was decided: it happens once.
+        self.restarted = False
         self._tick_at: int | None = None
 
     #: Whether it speaks Connect's classic protocol.

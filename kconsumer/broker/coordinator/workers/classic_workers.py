@@ -5,8 +5,8 @@ the group runs on the new one (between an upgrade and the downgrade, see `migrat
 A classic worker is a worker like any other, reconciled by the coordinator towards the target a
 new-protocol worker computed: its JoinGroup is its heartbeat with the units it runs (its
 allocation) and is answered at once, its member epoch as the generation and nobody as leader;
-its SyncGroup gives it, in Connect's format, the units that are new to it and those it must
-stop; its Heartbeat answers REBALANCE_IN_PROGRESS whenever a rejoin would move it forward (a new
+its SyncGroup gives it, in Connect's format, every unit it may run (what it keeps and what is new:
+a Connect worker adds them to what it runs) and those it must stop; its Heartbeat answers REBALANCE_IN_PROGRESS whenever a rejoin would move it forward (a new
 target, a revocation to confirm, units freed for it).
 """
 
@@ -191,7 +191,7 @@ def _classic_worker(group: WorkerGroup, member_id: str, instance_id: str | None,
 
 
 def sync(ctx: Context, group: WorkerGroup, request: SyncGroupRequest) -> SyncGroupResponse:
-    """The units new to the worker since its JoinGroup, and those it must stop."""
+    """Every unit the worker may run, and those it must stop."""
     try:
         worker = _classic_worker(group, request.member_id, request.group_instance_id, request.generation_id)
     except KafkaApiError as exc:
@@ -204,7 +204,7 @@ def sync(ctx: Context, group: WorkerGroup, request: SyncGroupRequest) -> SyncGro
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     runs = runs_of(classic.metadata)
     assignment = ConnectAssignment(
-        assigned=worker.assigned - runs,
+        assigned=worker.assigned,
         revoked=(worker.pending_revocation | (runs - worker.holds)) & runs,
         config_offset=-1,
     )
