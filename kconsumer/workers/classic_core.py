@@ -244,7 +244,7 @@ class ClassicWorkerCore:
             self._rejoin, self._due_ms = True, now_ms
             return self.tick(now_ms)
         if done.kind is CallbackKind.REVOKED:
-            self._rejoin, self._due_ms = True, now_ms  # the leader may now hand them over
+            self._due_ms = now_ms  # rejoin now: the leader may hand them over
         return self._reconcile() + self.tick(now_ms)
 
     def request_rebalance(self, reason: int, now_ms: int) -> list[ClassicEffect]:
@@ -292,9 +292,13 @@ class ClassicWorkerCore:
             assignment = decode_assignment(response.assignment)
         except ProtocolError as exc:
             return self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"the assignment does not decode: {exc}")
+        # This generation is its rejoin (also after it lost everything while its JoinGroup
+        # waited: what it gets back nobody else was given). Units revoked wait for its next
+        # JoinGroup to be handed over: it rejoins once they are stopped (at once if it already
+        # stopped them).
+        self._rejoin = bool(assignment.revoked)
         self._due_ms = now_ms + self.settings.heartbeat_interval_ms
-        # Incremental: what it runs (as its JoinGroup said), less what is revoked, plus what is
-        # new. It rejoins once the revoked units are stopped (`callback_done`).
+        # What it runs (as its JoinGroup said), less what is revoked, plus what it is given.
         self.assigned = (self.reported_owned() - assignment.revoked) | assignment.assigned
         self._go(_S.STABLE)
         effects: list[ClassicEffect] = []
