@@ -373,18 +373,22 @@ class ClassicWorkerCore:
 
     def _leave(self) -> list[ClassicEffect]:
         self._leave_sent = True
-        if not self.member_id or self.settings.instance_id is not None:
-            # A static worker does not leave (Kafka's rule: it may be back within its session
-            # timeout); one that never joined has nobody to tell.
-            self._go(_S.CLOSED)
+        if not self.member_id:
+            self._go(_S.CLOSED)  # it never joined: nobody to tell
             return []
+        # A static worker leaves too, once it stopped everything (unlike a classic consumer): in
+        # a worker group its place and units then wait for its next process; in a classic
+        # group it is removed and its units go to the others.
         self._in_flight = "leave"
+        identity = MemberIdentity(
+            member_id=self.member_id,
+            group_instance_id=self.settings.instance_id,
+            reason="the worker is closing",
+        )
         return [
             SendClassic(
                 LeaveGroupRequest(
-                    group_id=self.settings.group_id,
-                    member_id=self.member_id,
-                    members=[MemberIdentity(member_id=self.member_id, reason="the worker is closing")],
+                    group_id=self.settings.group_id, member_id=self.member_id, members=[identity]
                 )
             )
         ]

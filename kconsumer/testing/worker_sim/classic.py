@@ -16,7 +16,6 @@ from ...errors import ProtocolError
 from ...protocol.messages.classic_group import (
     JoinGroupRequest,
     JoinGroupResponse,
-    SyncGroupRequest,
     SyncGroupResponse,
 )
 from ...protocol.schema import Message
@@ -57,8 +56,8 @@ class SimClassicWorker(SimWorker):
     def _carry_out(self, effect: object) -> None:
         if isinstance(effect, SendClassic):
             self.world.trace.log(self.world.sched.now, self.label, describe_request(effect.request))
-            # As the runner: a JoinGroup or SyncGroup may wait a rebalance timeout for its answer.
-            waits = isinstance(effect.request, (JoinGroupRequest, SyncGroupRequest))
+            # A JoinGroup may wait a rebalance timeout for its answer (the join phase).
+            waits = isinstance(effect.request, JoinGroupRequest)
             timeout = self.world.params.rebalance_ms + 5_000 if waits else None
             self.world.send(self, effect.request, self._classic_answered, timeout)
         elif isinstance(effect, Lead):

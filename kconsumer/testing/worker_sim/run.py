@@ -108,7 +108,15 @@ class _Faults:
         victim.restarted = True
         if rng.random() < 0.6:
             instance = victim.core.settings.instance_id
-            self.world.sched.after(rng.randrange(100, 6_000), self._join, instance)
+            self.world.sched.after(rng.randrange(100, 6_000), self._join_after, victim, instance)
+
+    def _join_after(self, previous: SimWorker, instance_id: str | None) -> None:
+        """The new process starts once the previous one has exited (as an orchestrator
+        restarts a process): a closing one may still be stopping its units."""
+        if previous.alive and previous.core.state.value not in ("closed", "failed"):
+            self.world.sched.after(100, self._join_after, previous, instance_id)
+            return
+        self._join(instance_id)
 
     def _partition(self, victim: SimWorker) -> None:
         world = self.world

@@ -5,9 +5,11 @@ the group runs on the new one (between an upgrade and the downgrade, see `migrat
 A classic worker is a worker like any other, reconciled by the coordinator towards the target a
 new-protocol worker computed: its JoinGroup is its heartbeat with the units it runs (its
 allocation) and is answered at once, its member epoch as the generation and nobody as leader;
-its SyncGroup gives it, in Connect's format, every unit it may run (what it keeps and what is new:
-a Connect worker adds them to what it runs) and those it must stop; its Heartbeat answers REBALANCE_IN_PROGRESS whenever a rejoin would move it forward (a new
-target, a revocation to confirm, units freed for it).
+its SyncGroup gives it, in Connect's format, every unit it may run (what it keeps and what is
+new: a Connect worker adds them to what it runs) and those it must stop; its Heartbeat answers
+REBALANCE_IN_PROGRESS whenever a rejoin would move it forward (a new target, a revocation to
+confirm, units freed for it). A static classic worker's LeaveGroup keeps its place and units for
+its next process until its session ends, as the new protocol's static leave does.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ....protocol.messages.classic_group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from ....protocol.messages.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from ..classic.join import REQUIRE_KNOWN_MEMBER_ID_VERSION, join_error
 from ..classic.membership import leave_each
 from ..context import Context
@@ -80,9 +83,10 @@ def join(
             return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
     elif static is not None and request.member_id and static.member_id != member_id:
         return join_error(ErrorCode.FENCED_INSTANCE_ID, member_id)
-    if static is not None and static.member_id != member_id and static.active and not static.uses_classic:
-        # A new-protocol worker holds the instance and may still run its units (its answer
-        # to a new-protocol worker in the same place).
+    if static is not None and static.member_id != member_id and static.active:
+        # Another process holds the instance and may still run its units: as the new protocol
+        # answers, it must leave (or its session end) first. Stricter than a classic group,
+        # where the newcomer replaces it at once.
         return join_error(ErrorCode.UNRELEASED_INSTANCE_ID, member_id)
     classic = ClassicMemberMetadata(request.session_timeout_ms, protocols)
     if worker is not None and (not worker.active or not worker.uses_classic):
@@ -248,7 +252,18 @@ def leave(ctx: Context, group: WorkerGroup, request: LeaveGroupRequest, version:
             raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         if holder is not None and holder.member_id != named:
             raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
-        current[0] = remove_worker(ctx, group, named)
+        if holder is not None and worker.active:
+            # A static worker that stopped its units: its place and units wait for its next
+            # process until its session ends (the new protocol's static leave).
+            away = replace(
+                worker,
+                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                previous_member_epoch=worker.member_epoch,
+            )
+            ctx.timers.cancel(revocation_timer(group.group_id, named))
+            current[0] = save(ctx, group.with_worker(away))
+        else:
+            current[0] = remove_worker(ctx, group, named)
         return True
 
     return leave_each(request, version, remove)[0]
