@@ -1,17 +1,23 @@
-"""The worker-group simulation: a seed range passes, a seed replays exactly, and a mutation of
-the coordinator (units given away before their revocation is confirmed) is caught."""
+"""The worker-group simulation: a seed range passes (new-protocol workers only, and mixed with
+classic ones, so groups are converted back and forth), a seed replays exactly, and mutations
+are caught: the coordinator giving units away before their revocation is confirmed, and a
+classic leader giving units their holder has not been told to stop."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from kconsumer.assignment.connect_protocol import decode_assignment, encode_assignment
 from kconsumer.assignment.work_units import NO_UNITS
 from kconsumer.broker.coordinator.workers import heartbeat
 from kconsumer.broker.coordinator.workers.model import Worker, WorkerGroup, WorkerState
 from kconsumer.broker.coordinator.workers.reconcile import reconcile
+from kconsumer.testing.worker_sim import classic as sim_classic
 from kconsumer.testing.worker_sim import run_seed
+from kconsumer.workers import classic_leader
 
 
 @pytest.mark.parametrize("first", range(0, 300, 100))
@@ -20,8 +26,39 @@ def test_a_seed_range_passes(first: int) -> None:
     assert not failing, "\n\n".join(failing[:3])
 
 
-def test_a_seed_replays_exactly() -> None:
-    assert run_seed(17).trace_hash == run_seed(17).trace_hash
+@pytest.mark.parametrize("first", range(0, 300, 100))
+def test_a_mixed_seed_range_passes(first: int) -> None:
+    failing = [
+        r.report() for r in (run_seed(s, protocols="mixed") for s in range(first, first + 100)) if not r.ok
+    ]
+    assert not failing, "\n\n".join(failing[:3])
+
+
+@pytest.mark.parametrize("protocols", ["connect", "mixed"])
+def test_a_seed_replays_exactly(protocols: str) -> None:
+    assert run_seed(17, protocols=protocols).trace_hash == run_seed(17, protocols=protocols).trace_hash
+
+
+def test_a_classic_leader_giving_units_that_are_still_run_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation: the leader gives each member its whole target at once, instead of revoking a
+    moving unit in one generation and giving it in the next."""
+
+    def hasty(*args: Any) -> classic_leader.Led:
+        led = classic_leader.lead(*args)
+        version = args[-1]
+        whole = {
+            member_id: encode_assignment(
+                replace(decode_assignment(data), assigned=led.memory.targets.get(member_id, NO_UNITS)),
+                version,
+            )
+            for member_id, data in led.assignments.items()
+        }
+        return classic_leader.Led(whole, led.memory)
+
+    monkeypatch.setattr(sim_classic, "lead", hasty)
+    caught = next((r for r in (run_seed(s, protocols="mixed") for s in range(0, 300)) if not r.ok), None)
+    assert caught is not None, "the mutation went unnoticed in seeds 0-299"
+    assert caught.violations[0].kind == "exclusive", caught.report()
 
 
 def test_giving_units_away_before_their_revocation_is_confirmed_is_caught(
