@@ -86,7 +86,7 @@ class SimClassicWorker(SimWorker):
                 version,
             )
         except ProtocolError as exc:
-            self.world.failures.append(f"{self.label} could not lead: {exc}")
+            self.world.failures.append((self, None, f"{self.label} could not lead: {exc}"))
             return
         self.memory = led.memory
         self.feed(core.led(led.assignments, self.world.sched.now))

@@ -17,6 +17,7 @@ from ...assignment.work_units import WorkUnits
 from ...broker.coordinator import GroupCoordinator
 from ...broker.coordinator.classic.replies import Deferred
 from ...broker.coordinator.config import CoordinatorConfig
+from ...errors import ErrorCode
 from ...protocol.api import ApiKey
 from ...protocol.messages.worker_group import (
     ConnectGroupHeartbeatResponse,
@@ -143,7 +144,8 @@ class SimWorker:
             if isinstance(effect, RunCallback):
                 self._run_callback(effect)
             elif isinstance(effect, Failed):
-                self.world.failures.append(f"{self.label} failed: {effect.error.name} {effect.message}")
+                message = f"{self.label} failed: {effect.error.name} {effect.message}"
+                self.world.failures.append((self, effect.error, message))
             else:
                 self._carry_out(effect)
         self._schedule_tick()
@@ -258,7 +260,8 @@ class World:
         self.work: dict[str, int] = {
             f"c{i}": self.rng.randrange(0, 4) for i in range(self.rng.randrange(1, 5))
         }
-        self.failures: list[str] = []
+        #: (worker, error, message) of each worker that failed (error None: no protocol error).
+        self.failures: list[tuple[SimWorker, ErrorCode | None, str]] = []
         #: None: every worker on the new protocol. Else each new worker is, by a coin toss, one of
         #: this kind (Connect's JoinGroup protocol), so the group is converted back and forth.
         self.classic_kind = classic_kind
@@ -320,7 +323,8 @@ class World:
             self._schedule_poll()
 
         def deliver(response: Message) -> None:
-            if self.rng.random() < params.lost_answer_p or worker.cut_off():
+            lost = self.rng.random() < params.lost_answer_p and self.sched.now < params.fault_end_ms
+            if lost or worker.cut_off():
                 return
 
             def back() -> None:
