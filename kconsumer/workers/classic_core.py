@@ -117,6 +117,9 @@ class ClassicWorkerCore:
         self._running: RunCallback | None = None
         self._in_flight: str | None = None  # "join", "sync", "heartbeat" or "leave"
         self._rejoin = True
+        #: A rebalance the application asked for since the last JoinGroup was sent (that
+        #: JoinGroup's generation does not answer it: another one must follow).
+        self._asked = False
         self._leave_sent = False
         self._due_ms = 0
         self._last_answered_sent_ms: int | None = None
@@ -251,7 +254,7 @@ class ClassicWorkerCore:
         if not 1 <= reason <= 127:
             raise ValueError(f"a rebalance reason is 1..127, got {reason}")
         if self.state in (_S.STABLE, _S.RECONCILING, _S.JOINING):
-            self._rejoin, self._due_ms = True, now_ms
+            self._rejoin, self._asked, self._due_ms = True, True, now_ms
         return self.tick(now_ms)
 
     def fail(self, code: ErrorCode, message: str) -> list[ClassicEffect]:
@@ -293,10 +296,10 @@ class ClassicWorkerCore:
         except ProtocolError as exc:
             return self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"the assignment does not decode: {exc}")
         # This generation is its rejoin (also after it lost everything while its JoinGroup
-        # waited: what it gets back nobody else was given). Units revoked wait for its next
-        # JoinGroup to be handed over: it rejoins once they are stopped (at once if it already
-        # stopped them).
-        self._rejoin = bool(assignment.revoked)
+        # waited: what it gets back nobody else was given), unless a rebalance was asked since
+        # that JoinGroup went. Units revoked wait for its next JoinGroup to be handed over: it
+        # rejoins once they are stopped (at once if it already stopped them).
+        self._rejoin = bool(assignment.revoked) or self._asked
         self._due_ms = now_ms + self.settings.heartbeat_interval_ms
         # What it runs (as its JoinGroup said), less what is revoked, plus what it is given.
         self.assigned = (self.reported_owned() - assignment.revoked) | assignment.assigned
@@ -412,7 +415,7 @@ class ClassicWorkerCore:
     def _join(self, now_ms: int) -> SendClassic:
         self._go(_S.JOINING)
         self._in_flight = "join"
-        self._rejoin = False
+        self._rejoin = self._asked = False
         self._due_ms = now_ms + self.settings.heartbeat_interval_ms
         state = ConnectWorkerState(self.settings.url, self.settings.config_offset(), self.reported_owned())
         return SendClassic(

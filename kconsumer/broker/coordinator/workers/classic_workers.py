@@ -40,7 +40,7 @@ from ..classic.membership import leave_each
 from ..context import Context
 from ..model import ClassicMemberMetadata
 from .membership import bump, remove_worker, save
-from .migration import assignment_bytes, runs_of
+from .migration import announced_offset, assignment_bytes, runs_of
 from .model import Worker, WorkerGroup, WorkerState
 from .reconcile import reconcile
 from .timer_keys import revocation_timer, session_timer
@@ -210,7 +210,7 @@ def sync(ctx: Context, group: WorkerGroup, request: SyncGroupRequest) -> SyncGro
     assignment = ConnectAssignment(
         assigned=worker.assigned,
         revoked=(worker.pending_revocation | (runs - worker.holds)) & runs,
-        config_offset=-1,
+        config_offset=announced_offset(classic.metadata),
     )
     ctx.timers.schedule(
         session_timer(group.group_id, worker.member_id), ctx.now_ms + classic.session_timeout_ms

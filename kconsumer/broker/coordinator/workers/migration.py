@@ -49,6 +49,16 @@ def runs_of(metadata: bytes) -> WorkUnits:
     return decode_worker_state(metadata).runs
 
 
+def announced_offset(metadata: bytes) -> int:
+    """The ConfigOffset a classic worker's JoinGroup announced (-1 when unreadable). The
+    coordinator's assignments carry it back: the configuration they were made for, as far as the
+    coordinator knows (a worker whose configuration moved on since asks for a rebalance)."""
+    try:
+        return decode_worker_state(metadata).config_offset
+    except ProtocolError:
+        return -1
+
+
 def assignment_bytes(protocol: str, assignment: ConnectAssignment) -> bytes:
     """`assignment` in the version of the classic worker's protocol (1 for ``default``: an eager
     worker is never in a worker group, but a downgraded group's describe still decodes)."""
@@ -161,7 +171,10 @@ def downgrade(ctx: Context, group: WorkerGroup) -> ClassicGroup:
             session_timeout_ms=classic.session_timeout_ms,
             protocol_type=CONNECT_PROTOCOL_TYPE,
             protocols=classic.protocols,
-            assignment=assignment_bytes(classic.protocol_name, ConnectAssignment(assigned=worker.holds)),
+            assignment=assignment_bytes(
+                classic.protocol_name,
+                ConnectAssignment(assigned=worker.holds, config_offset=announced_offset(classic.metadata)),
+            ),
         )
     converted = ClassicGroup(
         group_id,
