@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
 from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -157,6 +158,30 @@ def assert_no_gaps(found: dict[str, list[int]]) -> None:
         assert set(sequences) == set(range(max(sequences) + 1)), f"{task} lost lines"
 
 
+def assert_connect_protocol_reads(
+    cluster: ReferenceCluster, spread: dict[str, str], workers: set[str]
+) -> None:
+    """kconsumer's codec of Connect's protocol (`connect_protocol`, which the reference
+    coordinator uses to convert a classic connect group) reads what Connect 4.4 wrote: each
+    member's JoinGroup metadata (its REST url, config offset and allocation) and its SyncGroup
+    assignment, and together they place the connector and its tasks where Connect says they run."""
+    group = cluster.classic_group_state(GROUP)
+    assert group is not None
+    runs: dict[str, set[str]] = {}
+    for member in group.members.values():
+        state = decode_worker_state(member.metadata(group.protocol_name))
+        assert state.url.rstrip("/").removeprefix("http://") in workers, state.url
+        assert state.config_offset >= 0
+        assignment = decode_assignment(member.assignment)
+        assert assignment.leader in group.members and assignment.error == 0
+        worker = state.url.rstrip("/").removeprefix("http://")
+        runs[worker] = set(state.runs | assignment.assigned) - set(assignment.revoked)
+    expected: dict[str, set[str]] = {}
+    for unit, worker in spread.items():
+        expected.setdefault(worker, set()).add("ticks" if unit == "connector" else f"ticks-{unit}")
+    assert runs == expected, (runs, expected)
+
+
 def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     workers: tuple[ReferenceCluster, list[ConnectWorker]],
 ) -> None:
@@ -177,6 +202,15 @@ def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     group = cluster.describe_classic_group(GROUP)
     assert group is not None and group.protocol_type == "connect" and len(group.members) == 2
     assert group.protocol_name in ("sessioned", "compatible")
+    deadline = time.monotonic() + 10  # the group's last generation may still be completing
+    while True:
+        try:
+            assert_connect_protocol_reads(cluster, spread, {first.worker_id, second.worker_id})
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
     second.stop()  # a clean stop: it leaves the group, its tasks move at once
     wait_placement(first, lambda p: set(p.values()) == {first.worker_id})
