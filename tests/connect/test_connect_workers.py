@@ -1,7 +1,10 @@
 """Kafka Connect 4.4's distributed worker (a peer nobody here wrote) on the reference cluster:
 two workers form a classic group of protocol type ``connect`` (Connect's incremental cooperative
 ``sessioned`` protocol), create their compacted internal topics, run a connector's tasks, and
-hand the tasks over when one worker stops cleanly and when one is killed.
+hand the tasks over when one worker stops cleanly and when one is killed. And the migration with
+them: a kconsumer worker on the new protocol converts their group into a worker group, the
+Connect workers follow the coordinator's assignments inside it, and get the group back when it
+leaves.
 
 What this proves about the reference cluster: classic groups for a protocol type other than
 ``consumer`` (Connect's own JoinGroup metadata and assignments, passed through untouched),
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
 from kconsumer.testing import ReferenceCluster
@@ -186,18 +190,7 @@ def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     workers: tuple[ReferenceCluster, list[ConnectWorker]],
 ) -> None:
     cluster, (first, second) = workers
-    first.rest(
-        "/connectors",
-        {
-            "name": "ticks",
-            "config": {
-                "connector.class": "TickSource",
-                "topic": TOPIC,
-                "tasks.max": "3",
-                "interval.ms": "50",
-            },
-        },
-    )
+    create_ticks(first)
     spread = wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
     group = cluster.describe_classic_group(GROUP)
     assert group is not None and group.protocol_type == "connect" and len(group.members) == 2
@@ -229,3 +222,80 @@ def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     time.sleep(2)
     assert_no_gaps(lines(cluster))
     first.stop()
+
+
+def create_ticks(worker: ConnectWorker) -> None:
+    worker.rest(
+        "/connectors",
+        {
+            "name": "ticks",
+            "config": {
+                "connector.class": "TickSource",
+                "topic": TOPIC,
+                "tasks.max": "3",
+                "interval.ms": "50",
+            },
+        },
+    )
+
+
+def task_states(worker: ConnectWorker) -> dict[str, tuple[str, str]]:
+    """(state, worker id) of the connector and each task, as Connect's REST API reports them."""
+    status = worker.rest("/connectors/ticks/status")
+    states = {"ticks": (status["connector"]["state"], status["connector"]["worker_id"])}
+    states.update({f"ticks-{t['id']}": (t["state"], t["worker_id"]) for t in status["tasks"]})
+    return states
+
+
+def test_a_kconsumer_worker_converts_a_connect_cluster_s_group_and_hands_it_back(
+    workers: tuple[ReferenceCluster, list[ConnectWorker]],
+) -> None:
+    """Migration with Kafka Connect's own workers: a new-protocol kconsumer worker declaring the
+    same units (the connector and its three tasks) joins the Connect cluster's classic group,
+    which the reference coordinator converts into a worker group; the two Connect workers go on
+    as classic workers inside it, stop the unit the kconsumer worker is given before it starts it,
+    and keep the rest running. When the kconsumer worker leaves, the group is a classic group again
+    and Connect's own leader runs everything on the Connect workers. No task loses a line."""
+    from kconsumer.workers import WorkerGroup
+
+    cluster, (first, second) = workers
+    create_ticks(first)
+    wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
+
+    held: list[str] = []
+    config = {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "group.id": GROUP,
+        "rebalance.timeout.ms": 20_000,
+        "lease.timeout.ms": 4_000,
+        "scheduled.rebalance.max.delay.ms": 0,
+    }
+    with WorkerGroup(
+        config,
+        work=lambda: {"ticks": 3},
+        on_assigned=lambda units: held.extend(units),
+        on_revoked=lambda units: [held.remove(u) for u in units],
+    ) as worker:
+        deadline = time.monotonic() + 60
+        while not held and time.monotonic() < deadline:
+            worker.poll(0.2)
+        assert held, "the kconsumer worker was given nothing"
+        group = cluster.worker_group(GROUP)
+        assert group is not None and sum(w.uses_classic for w in group.workers.values()) == 2
+        # What it holds no Connect worker runs; the rest runs on the Connect workers.
+        states: dict[str, tuple[str, str]] = {}
+        for _ in range(40):
+            worker.poll(0.25)
+            states = task_states(first)
+            running = {u for u, (state, _) in states.items() if state == "RUNNING"}
+            if running == {"ticks", "ticks-0", "ticks-1", "ticks-2"} - set(held):
+                break
+        else:
+            raise AssertionError(f"kconsumer holds {held}; Connect reports {states}")
+    # Its leave hands the group back to Connect: a classic group whose leader assigns everything.
+    wait_until(lambda: cluster.classic_group_state(GROUP) is not None, 30)
+    wait_placement(first, lambda p: set(p.values()) <= {first.worker_id, second.worker_id}, timeout=90)
+    time.sleep(2)
+    found = lines(cluster)
+    assert {f"ticks-{i}" for i in range(3)} <= set(found), found
+    assert_no_gaps(found)
