@@ -29,6 +29,7 @@ from ..assignment.connect_protocol import (
     ConnectWorkerState,
     decode_assignment,
     encode_worker_state,
+    work_offset,
 )
 from ..assignment.work_units import NO_UNITS, WorkUnits
 from ..client.member.backoff import ExponentialBackoff
@@ -68,14 +69,18 @@ class Lead:
 
 @dataclass(frozen=True)
 class RejoinLater:
-    """The leader asked for a rebalance `delay_ms` from now (the incremental assignor's delay),
-    or the assignment was computed from another declared work (`config_offset`)."""
+    """The leader asked for a rebalance `delay_ms` from now (the incremental assignor's delay)."""
 
     delay_ms: int
-    config_offset: int
 
 
-ClassicEffect = SendClassic | Lead | RunCallback | RejoinLater | Failed
+@dataclass(frozen=True)
+class CheckWork:
+    """A new assignment: ask for a rebalance if it was made for other declared work
+    (`outdated`)."""
+
+
+ClassicEffect = SendClassic | Lead | RunCallback | RejoinLater | CheckWork | Failed
 
 #: After these the worker's membership is gone: it stops everything and joins afresh.
 _GONE = frozenset({ErrorCode.UNKNOWN_MEMBER_ID})
@@ -114,6 +119,8 @@ class ClassicWorkerCore:
         self.owned: WorkUnits = NO_UNITS
         self.assigned: WorkUnits = NO_UNITS
         self.error: Failed | None = None
+        #: The ConfigOffset of its last assignment: the configuration it was made for (-1: none).
+        self.assignment_offset = -1
         self._running: RunCallback | None = None
         self._in_flight: str | None = None  # "join", "sync", "heartbeat" or "leave"
         self._rejoin = True
@@ -129,6 +136,11 @@ class ClassicWorkerCore:
     @property
     def epoch(self) -> int:
         return self.generation
+
+    def outdated(self, work: WorkUnits) -> bool:
+        """Whether its assignment was made for other declared work than `work` (its ConfigOffset
+        names another; False when it names none)."""
+        return self.assignment_offset >= 0 and work_offset(work) != self.assignment_offset
 
     @property
     def callback_running(self) -> bool:
@@ -303,10 +315,11 @@ class ClassicWorkerCore:
         self._due_ms = now_ms + self.settings.heartbeat_interval_ms
         # What it runs (as its JoinGroup said), less what is revoked, plus what it is given.
         self.assigned = (self.reported_owned() - assignment.revoked) | assignment.assigned
+        self.assignment_offset = assignment.config_offset
         self._go(_S.STABLE)
-        effects: list[ClassicEffect] = []
-        if assignment.delay_ms > 0 or assignment.config_offset >= 0:
-            effects.append(RejoinLater(assignment.delay_ms, assignment.config_offset))
+        effects: list[ClassicEffect] = [CheckWork()]
+        if assignment.delay_ms > 0:
+            effects.append(RejoinLater(assignment.delay_ms))
         return effects + self._reconcile()
 
     def _error(self, code: ErrorCode, now_ms: int) -> list[ClassicEffect]:

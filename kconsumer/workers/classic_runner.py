@@ -16,9 +16,9 @@ from ..client.runtime.connection import TransportError
 from ..errors import ErrorCode
 from ..groups.admin import GroupAdmin, GroupAdminError
 from .assignors import WorkerAssignor
-from .classic_core import ClassicWorkerCore, ClassicWorkerSettings, Lead, RejoinLater, SendClassic
+from .classic_core import CheckWork, ClassicWorkerCore, ClassicWorkerSettings, Lead, RejoinLater, SendClassic
 from .classic_leader import LeaderMemory, lead
-from .computation import REASON_DELAY_ENDED, REASON_WORK_CHANGED
+from .computation import REASON_DELAY_ENDED
 from .config import WorkerConfig
 from .core import RunCallback
 from .runner import WorkerRunner
@@ -65,6 +65,8 @@ class ClassicWorkerRunner(WorkerRunner[ClassicWorkerCore]):
             self._lead(effect)
         elif isinstance(effect, RejoinLater):
             self._rejoin_later(effect)
+        elif isinstance(effect, CheckWork):
+            self._check_work()
 
     async def _send(self, effect: SendClassic) -> None:
         sent = self.now_ms()
@@ -112,14 +114,8 @@ class ClassicWorkerRunner(WorkerRunner[ClassicWorkerCore]):
 
     def _rejoin_later(self, effect: RejoinLater) -> None:
         assert self.loop is not None
-        if effect.config_offset >= 0 and _offset(self.work) not in (effect.config_offset, -1):
-            self._enqueue(partial(self.core.request_rebalance, REASON_WORK_CHANGED))
-        if effect.delay_ms > 0:
-            self.loop.call_later(
-                effect.delay_ms / 1000,
-                self._enqueue,
-                partial(self.core.request_rebalance, REASON_DELAY_ENDED),
-            )
+        ask = partial(self.core.request_rebalance, REASON_DELAY_ENDED)
+        self.loop.call_later(effect.delay_ms / 1000, self._enqueue, ask)
 
 
 def _offset(work: Callable[[], WorkUnits]) -> int:

@@ -20,6 +20,7 @@ _DEFAULTS: dict[str, int] = {
     "request.timeout.ms": 30_000,
     "retry.backoff.ms": 100,
     "retry.backoff.max.ms": 1_000,
+    "work.check.interval.ms": 10_000,
 }
 #: Used by classic workers only (``group.protocol=classic``): the new protocol's coordinator
 #: sets both for every worker.
@@ -53,6 +54,7 @@ class WorkerConfig:
     #: The security settings, for the connections.
     security: Mapping[str, Any]
     protocol: str = "connect"
+    work_check_ms: int = 10_000
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
 
@@ -103,6 +105,7 @@ def parse_config(settings: Mapping[str, Any]) -> WorkerConfig:
         retry_backoff_max_ms=numbers["retry.backoff.max.ms"],
         security=security,
         protocol=protocol,
+        work_check_ms=numbers["work.check.interval.ms"],
         session_timeout_ms=numbers["session.timeout.ms"],
         heartbeat_interval_ms=numbers["heartbeat.interval.ms"],
     )

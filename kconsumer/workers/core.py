@@ -33,6 +33,7 @@ from ..protocol.messages.worker_group import (
     ConnectGroupHeartbeatResponse,
     WorkerAssignor,
 )
+from .computation import Note, work_fingerprint
 
 
 class WorkerState(enum.Enum):
@@ -167,6 +168,12 @@ class WorkerCore:
     @property
     def member_id(self) -> str:
         return self.settings.member_id
+
+    def outdated(self, work: WorkUnits) -> bool:
+        """Whether its assignment was computed from other declared work than `work` (by the
+        note kconsumer's workers put in the assignment metadata; False without one)."""
+        note = Note.decode(self.assignment_metadata)
+        return note is not None and work_fingerprint(work) != note.fingerprint
 
     def reported_owned(self) -> WorkUnits:
         """What the heartbeat says the worker runs: its units, and those an on_assigned that

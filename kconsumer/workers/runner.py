@@ -38,6 +38,7 @@ from .assignors import (
     WorkerAssignor,
 )
 from .computation import (
+    REASON_WORK_CHANGED,
     compute,
     install_request,
     note_rebalances,
@@ -89,6 +90,7 @@ class MembershipCore(Protocol):
     def request_rebalance(self, reason: int, now_ms: int) -> Sequence[object]: ...
     def close(self, now_ms: int) -> Sequence[object]: ...
     def fail(self, code: ErrorCode, message: str) -> Sequence[object]: ...
+    def outdated(self, work: WorkUnits) -> bool: ...
 
 
 CoreT = TypeVar("CoreT", bound=MembershipCore)
@@ -112,6 +114,9 @@ class WorkerRunner(Generic[CoreT]):
         self.work = work
         self.deliver = deliver
         self.loop: asyncio.AbstractEventLoop | None = None
+        #: How often the declared work is read and compared with what the assignment was made
+        #: for (a change nobody announced, or whose announcer died, is picked up).
+        self.work_check_s = 10.0
         self._inbox: list[Callable[[int], Sequence[object]]] = []
         self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -142,6 +147,7 @@ class WorkerRunner(Generic[CoreT]):
         """Join, run until the core is closed or failed, then release the connections."""
         self.loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self._spawn(self._watch_work())
         try:
             self._apply(self.core.start(self.now_ms()))
             while self.core.state not in (WorkerState.CLOSED, WorkerState.FAILED):
@@ -172,6 +178,22 @@ class WorkerRunner(Generic[CoreT]):
     def _apply_protocol(self, effect: object) -> None:
         """Carry out an effect of the protocol's own (requests, computations)."""
         raise NotImplementedError
+
+    async def _watch_work(self) -> None:
+        while True:
+            await asyncio.sleep(self.work_check_s)
+            if self.core.state is WorkerState.STABLE:
+                self._check_work()
+
+    def _check_work(self) -> None:
+        """Ask for a rebalance when the assignment was made for other declared work."""
+        try:
+            declared = self.work()
+        except Exception:
+            logger.exception("the declared work could not be read")
+            return
+        if self.core.outdated(declared):
+            self._enqueue(partial(self.core.request_rebalance, REASON_WORK_CHANGED))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
@@ -300,7 +322,9 @@ def make_runner(
     if config.protocol == "classic":
         from .classic_runner import classic_runner
 
-        return classic_runner(config, admin, chosen, declared_work(work), deliver)
+        classic = classic_runner(config, admin, chosen, declared_work(work), deliver)
+        classic.work_check_s = config.work_check_ms / 1000
+        return classic
     core = WorkerCore(
         WorkerSettings(
             group_id=config.group_id,
@@ -313,7 +337,9 @@ def make_runner(
         ),
         [announce(a) for a in chosen],
     )
-    return HeartbeatRunner(core, admin, chosen, declared_work(work), deliver)
+    runner = HeartbeatRunner(core, admin, chosen, declared_work(work), deliver)
+    runner.work_check_s = config.work_check_ms / 1000
+    return runner
 
 
 def default_assignors(scheduled_delay_ms: int) -> list[WorkerAssignor]:

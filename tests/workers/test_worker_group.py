@@ -205,3 +205,19 @@ def test_kconsumer_groups_lists_and_describes_worker_groups(cluster: ReferenceCl
     assert "group pollers (connect): Stable, 1 member  assignor incremental" in described
     assert "t t-0 t-1" in described
     a.close()
+
+
+def test_a_change_of_the_work_nobody_announces_is_picked_up(cluster: ReferenceCluster) -> None:
+    """No request_rebalance: each worker reads `work` every work.check.interval.ms and asks when
+    its assignment was made for other work."""
+    ledger = Ledger()
+    work = {"c": 1}
+    checked = config(cluster, **{"work.check.interval.ms": 300})
+    a = FleetWorker("a", checked, lambda: dict(work), ledger)
+    b = FleetWorker("b", checked, lambda: dict(work), ledger)
+    wait_spread(ledger, [a, b], 2)
+    work["d"] = 1
+    wait_until(lambda: set().union(*ledger.holders().values()) == {"c", "c-0", "d", "d-0"}, 15)
+    a.close()
+    b.close()
+    assert not ledger.violations

@@ -111,3 +111,17 @@ def test_a_rolling_upgrade_converts_the_group_and_a_rollback_converts_it_back(
     d.close()
     assert not ledger.violations, ledger.violations
     assert ledger.holders() == {}
+
+
+def test_classic_workers_pick_up_a_change_of_the_work_nobody_announces(cluster: ReferenceCluster) -> None:
+    ledger = Ledger()
+    work = {"c": 1}
+    settings = config(cluster, "classic", **{"work.check.interval.ms": 300})
+    a = FleetWorker("a", settings, lambda: dict(work), ledger)
+    b = FleetWorker("b", settings, lambda: dict(work), ledger)
+    wait_spread(ledger, [a, b], 2, timeout=30)
+    work["d"] = 1
+    wait_until(lambda: set().union(*ledger.holders().values()) == {"c", "c-0", "d", "d-0"}, 30)
+    a.close()
+    b.close()
+    assert not ledger.violations

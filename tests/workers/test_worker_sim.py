@@ -41,8 +41,13 @@ def test_a_mixed_seed_range_passes(first: int) -> None:
 #: and 812 (lost JoinGroup answers; a static process's first assignment was a delta), 3017 (a
 #: classic static worker fenced after a failover), 5632 and 6137 (a rebalance asked while a
 #: JoinGroup waited was forgotten), 5051 (a static process took over a place in a downgraded
-#: group whose work had changed meanwhile: nobody asked for a rebalance).
-MIXED_REGRESSION_SEEDS = [322, 416, 436, 633, 671, 812, 955, 1793, 2216, 3017, 3340, 5051, 5632, 6137]
+#: group whose work had changed meanwhile: nobody asked for a rebalance), 7396, 8874 and 9539 (the
+#: worker asked to announce a change of the work was cut off and crashed: every worker now
+#: checks the work periodically).
+MIXED_REGRESSION_SEEDS = [
+    *(322, 416, 436, 633, 671, 812, 955, 1793, 2216, 3017, 3340),
+    *(5051, 5632, 6137, 7396, 8874, 9539),
+]
 
 
 @pytest.mark.parametrize("seed", MIXED_REGRESSION_SEEDS)

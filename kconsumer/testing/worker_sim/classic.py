@@ -20,6 +20,7 @@ from ...protocol.messages.classic_group import (
 )
 from ...protocol.schema import Message
 from ...workers.classic_core import (
+    CheckWork,
     ClassicWorkerCore,
     ClassicWorkerSettings,
     Lead,
@@ -27,7 +28,7 @@ from ...workers.classic_core import (
     SendClassic,
 )
 from ...workers.classic_leader import LeaderMemory, lead
-from ...workers.computation import REASON_DELAY_ENDED, REASON_WORK_CHANGED
+from ...workers.computation import REASON_DELAY_ENDED
 from ...workers.core import WorkerSettings
 from .world import SimWorker
 
@@ -64,6 +65,8 @@ class SimClassicWorker(SimWorker):
             self._lead(effect)
         elif isinstance(effect, RejoinLater):
             self._rejoin_later(effect)
+        elif isinstance(effect, CheckWork):
+            self.check_work()
 
     def _classic_answered(self, response: Message | None, sent_ms: int) -> None:
         now = self.world.sched.now
@@ -92,10 +95,7 @@ class SimClassicWorker(SimWorker):
         self.feed(core.led(led.assignments, self.world.sched.now))
 
     def _rejoin_later(self, effect: RejoinLater) -> None:
-        if effect.config_offset >= 0 and effect.config_offset != work_offset(self.world.declared()):
-            self._ask_rebalance(REASON_WORK_CHANGED)
-        if effect.delay_ms > 0:
-            self.world.sched.after(effect.delay_ms, self._ask_rebalance, REASON_DELAY_ENDED)
+        self.world.sched.after(effect.delay_ms, self._ask_rebalance, REASON_DELAY_ENDED)
 
 
 def _summary(response: Message | None) -> str:

@@ -26,7 +26,13 @@ from ...protocol.messages.worker_group import (
 )
 from ...protocol.schema import Message
 from ...workers.assignors import IncrementalCooperativeAssignor, RoundRobinAssignor, WorkerAssignor
-from ...workers.computation import REASON_REQUESTED, compute, install_request, note_rebalances
+from ...workers.computation import (
+    REASON_REQUESTED,
+    REASON_WORK_CHANGED,
+    compute,
+    install_request,
+    note_rebalances,
+)
 from ...workers.core import (
     AssignmentNote,
     ComputeAssignment,
@@ -41,6 +47,9 @@ from ..sim.scheduler import Scheduler
 from ..sim.trace import Trace
 
 GROUP = "workers"
+#: How often each worker compares the declared work with its assignment's (the runner's
+#: ``work.check.interval.ms``).
+WORK_CHECK_MS = 5_000
 #: The versions the simulation's classic workers speak (the worker APIs have version 0 only).
 CLASSIC_VERSIONS = {ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5}
 
@@ -221,6 +230,18 @@ class SimWorker:
         for reason, at_ms in note_rebalances(metadata, self.world.declared):
             self.world.sched.at(self.world.sched.now if at_ms is None else at_ms, self._ask_rebalance, reason)
 
+    def check_work(self) -> None:
+        """As the runner: ask for a rebalance when the assignment was made for other work."""
+        if self.alive and self.core.state.value == "stable" and self.core.outdated(self.world.declared()):
+            self._ask_rebalance(REASON_WORK_CHANGED)
+
+    def _watch_work(self) -> None:
+        """As the runner's periodic check (`WORK_CHECK_MS`)."""
+        if not self.alive or self.core.state.value in ("closed", "failed"):
+            return
+        self.check_work()
+        self.world.sched.after(WORK_CHECK_MS, self._watch_work)
+
     def _ask_rebalance(self, reason: int) -> None:
         self.world.trace.log(self.world.sched.now, self.label, f"asks for a rebalance ({reason})")
         if self.alive and self.core.state.value not in ("closed", "failed"):
@@ -286,6 +307,7 @@ class World:
         self.workers.append(worker)
         self.trace.log(self.sched.now, worker.label, f"starts as {member_id} instance={instance_id}")
         worker.feed(worker.core.start(self.sched.now))
+        self.sched.after(WORK_CHECK_MS, worker._watch_work)
         return worker
 
     def live(self) -> list[SimWorker]:
