@@ -75,6 +75,7 @@ SLOW_PATHS = (
     "tests/cluster/test_peers.py",
     "tests/connect/",
     "tests/workers/test_worker_group.py",
+    "tests/workers/test_worker_migration.py",
     "tests/workers/test_worker_sim.py",
 )
 
