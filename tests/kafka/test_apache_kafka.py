@@ -171,3 +171,66 @@ def test_a_worker_group_on_apache_kafka_fails_at_once_saying_why(cluster: Cluste
             wait_until(lambda: worker.poll(0.1) or False, timeout=30, what="the worker's failure")
     finally:
         worker.close(5)
+
+
+def test_classic_workers_share_and_hand_over_units_on_apache_kafka(cluster: Cluster) -> None:
+    """`group.protocol=classic` workers are Kafka Connect's protocol on Kafka's own classic
+    groups: two share the units, and when one leaves the other runs them all; no unit ever runs
+    on both (the exclusivity ledger, inline)."""
+    import threading
+
+    from kconsumer.workers import WorkerGroup
+
+    lock = threading.Lock()
+    running: dict[str, str] = {}
+    violations: list[str] = []
+
+    def callbacks(name: str) -> dict[str, object]:
+        def started(units: object) -> None:
+            with lock:
+                for unit in units:  # type: ignore[attr-defined]
+                    if running.get(unit, name) != name:
+                        violations.append(f"{name} started {unit} while {running[unit]} runs it")
+                    running[unit] = name
+
+        def stopped(units: object) -> None:
+            with lock:
+                for unit in units:  # type: ignore[attr-defined]
+                    if running.get(unit) == name:
+                        del running[unit]
+
+        return {"on_assigned": started, "on_revoked": stopped, "on_lost": stopped}
+
+    config = {
+        **cluster.client_config(),
+        "group.id": "classic-workers",
+        "group.protocol": "classic",
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 500,
+        "rebalance.timeout.ms": 15_000,
+        "lease.timeout.ms": 8_000,
+        "scheduled.rebalance.max.delay.ms": 0,
+    }
+    work = {"c": 3}  # 4 units
+    a = WorkerGroup(config, work=lambda: work, **callbacks("a"))  # type: ignore[arg-type]
+    b = WorkerGroup(config, work=lambda: work, **callbacks("b"))  # type: ignore[arg-type]
+
+    def spread(names: set[str]) -> bool:
+        for worker in (a, b):
+            if not worker.closed:
+                worker.poll(0.05)
+        with lock:
+            return len(running) == 4 and set(running.values()) == names
+
+    try:
+        wait_until(lambda: spread({"a", "b"}), timeout=60, what="both workers running units")
+        description = cluster.describe_classic_group("classic-workers")
+        assert description is not None and description.protocol_type == "connect"
+        assert description.protocol_name == "sessioned"
+        a.close(20)
+        wait_until(lambda: spread({"b"}), timeout=60, what="b running every unit")
+    finally:
+        a.close(20)
+        b.close(20)
+    assert not violations, violations
+    assert running == {}
