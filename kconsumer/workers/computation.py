@@ -32,13 +32,15 @@ NOTE_VERSION = 0
 class Note:
     """What the computation tells each worker with its part of the target (its assignment
     metadata, unless the assignor writes its own): a fingerprint of the declared work the
-    assignment was computed from, and for one worker the wall-clock time at which to ask for a
-    rebalance (the end of the incremental assignor's delay).
+    assignment was computed from, and the wall-clock time at which to ask for a rebalance (the
+    end of the incremental assignor's delay), if any.
 
     The fingerprint lets a worker that sees other work than its assignment was computed from ask
     for a rebalance, so a change of the declared work that nobody announced (say, made while no
     worker ran) is still picked up. The time travels with the target rather than staying with
-    the worker that computed: a static worker that replaces the one told inherits the note."""
+    the worker that computed, and every worker is told: whichever is still there when it comes
+    asks (each a little after it, `ask_delay_ms`, and only if no newer assignment came since),
+    so the rebalance is not lost with a worker that left, or that a classic worker replaced."""
 
     fingerprint: bytes
     ask_at_ms: int | None = None
@@ -105,14 +107,9 @@ def compute(
         logger.exception("assigning with %s failed; the coordinator will choose again", assignor.name)
         return None
     fingerprint = work_fingerprint(declared)
-    told = min((w.member_id for w in view.present if w.member_id in computed.units), default=None)
     ask_at = None if computed.rebalance_in_ms is None else wall_ms + computed.rebalance_in_ms
-    metadata = {
-        member_id: computed.metadata.get(
-            member_id, (NOTE_VERSION, Note(fingerprint, ask_at if member_id == told else None).encode())
-        )
-        for member_id in computed.units
-    }
+    note = (NOTE_VERSION, Note(fingerprint, ask_at).encode())
+    metadata = {member_id: computed.metadata.get(member_id, note) for member_id in computed.units}
     return replace(computed, metadata=metadata)
 
 
@@ -126,10 +123,19 @@ def work_changed(note: Note, work: Callable[[], WorkUnits]) -> bool:
         return False
 
 
-def note_rebalances(metadata: bytes, work: Callable[[], WorkUnits]) -> list[tuple[int, int | None]]:
+def ask_delay_ms(member_id: str) -> int:
+    """How long after a note's time this worker asks (0-999 ms, fixed per worker): the first to
+    ask gets the group a new assignment, and the others, seeing it, need not ask."""
+    return int.from_bytes(hashlib.sha256(member_id.encode()).digest()[:2], "big") % 1_000
+
+
+def note_rebalances(
+    metadata: bytes, work: Callable[[], WorkUnits], member_id: str
+) -> list[tuple[int, int | None]]:
     """The rebalances the note in `metadata` calls for, as (reason, wall-clock time to ask at,
-    None: now): one when the declared work changed since the assignment was computed, one at
-    the time the note names (the end of the incremental assignor's delay)."""
+    None: now): one when the declared work changed since the assignment was computed, one a
+    little after the time the note names (the end of the incremental assignor's delay: ask then
+    only if `still_due`)."""
     note = Note.decode(metadata)
     if note is None:
         return []
@@ -137,8 +143,17 @@ def note_rebalances(metadata: bytes, work: Callable[[], WorkUnits]) -> list[tupl
     if work_changed(note, work):
         asks.append((REASON_WORK_CHANGED, None))
     if note.ask_at_ms is not None:
-        asks.append((REASON_DELAY_ENDED, note.ask_at_ms))
+        asks.append((REASON_DELAY_ENDED, note.ask_at_ms + ask_delay_ms(member_id)))
     return asks
+
+
+def still_due(metadata: bytes, at_ms: int, member_id: str) -> bool:
+    """Whether the worker's current assignment metadata still calls for the rebalance scheduled
+    at `at_ms` (False once a newer assignment came: it answered that, or names its own time)."""
+    note = Note.decode(metadata)
+    return (
+        note is not None and note.ask_at_ms is not None and note.ask_at_ms + ask_delay_ms(member_id) == at_ms
+    )
 
 
 def install_request(

@@ -42,6 +42,7 @@ from .computation import (
     compute,
     install_request,
     note_rebalances,
+    still_due,
 )
 from .config import parse_config
 from .core import (
@@ -270,9 +271,18 @@ class HeartbeatRunner(WorkerRunner[WorkerCore]):
     def _read_note(self, metadata: bytes) -> None:
         """Ask for the rebalances the assignment's note calls for, each at its time."""
         assert self.loop is not None
-        for reason, at_ms in note_rebalances(metadata, self.work):
-            delay_s = 0.0 if at_ms is None else max(at_ms - time.time() * 1000, 0) / 1000
-            self.loop.call_later(delay_s, self._enqueue, partial(self.core.request_rebalance, reason))
+        member_id = self.core.member_id
+        for reason, at_ms in note_rebalances(metadata, self.work, member_id):
+            if at_ms is None:
+                self._enqueue(partial(self.core.request_rebalance, reason))
+                continue
+            delay_s = max(at_ms - time.time() * 1000, 0) / 1000
+            self.loop.call_later(delay_s, self._enqueue, partial(self._ask_if_due, reason, at_ms))
+
+    def _ask_if_due(self, reason: int, at_ms: int, now_ms: int) -> Sequence[object]:
+        if not still_due(self.core.assignment_metadata, at_ms, self.core.member_id):
+            return []  # a newer assignment came since
+        return self.core.request_rebalance(reason, now_ms)
 
     async def _ask(self, request: Any) -> Any:
         try:

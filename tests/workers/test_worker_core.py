@@ -145,3 +145,20 @@ def test_a_note_names_its_work_and_the_time_to_ask() -> None:
     assert not work_changed(note, lambda: work)
     assert work_changed(note, lambda: WorkUnits.of(["c"]))
     assert Note.decode(b"assignor's own") is None
+
+
+def test_every_worker_asks_when_the_delay_ends_unless_a_newer_assignment_came() -> None:
+    """Mixed seed 23220: the time was told to one worker, and lost when a classic process took
+    its place. Every worker is told now; each asks a little after the time (its own fixed delay,
+    so the first to ask usually answers it for all), and only if its assignment is unchanged."""
+    from kconsumer.workers.computation import ask_delay_ms, note_rebalances, still_due, work_fingerprint
+
+    work = WorkUnits.of(["c"])
+    note = Note(work_fingerprint(work), 50_000).encode()
+    asks = {m: note_rebalances(note, lambda: work, m) for m in ("a", "b", "c")}
+    assert {m: at for m, ((_, at),) in asks.items()} == {m: 50_000 + ask_delay_ms(m) for m in asks}
+    assert len({ask_delay_ms(m) for m in asks}) == 3 and all(0 <= ask_delay_ms(m) < 1_000 for m in asks)
+    at = 50_000 + ask_delay_ms("a")
+    assert still_due(note, at, "a")
+    assert not still_due(Note(work_fingerprint(work)).encode(), at, "a")  # answered meanwhile
+    assert not still_due(Note(work_fingerprint(work), 90_000).encode(), at, "a")  # a new time

@@ -32,6 +32,7 @@ from ...workers.computation import (
     compute,
     install_request,
     note_rebalances,
+    still_due,
 )
 from ...workers.core import (
     AssignmentNote,
@@ -227,8 +228,15 @@ class SimWorker:
 
     def _read_note(self, metadata: bytes) -> None:
         """As the runner: ask for the rebalances the note calls for, each at its time."""
-        for reason, at_ms in note_rebalances(metadata, self.world.declared):
-            self.world.sched.at(self.world.sched.now if at_ms is None else at_ms, self._ask_rebalance, reason)
+        for reason, at_ms in note_rebalances(metadata, self.world.declared, self.member_id):
+            if at_ms is None:
+                self._ask_rebalance(reason)
+            else:
+                self.world.sched.at(at_ms, self._ask_if_due, reason, at_ms)
+
+    def _ask_if_due(self, reason: int, at_ms: int) -> None:
+        if still_due(self.core.assignment_metadata, at_ms, self.member_id):
+            self._ask_rebalance(reason)
 
     def check_work(self) -> None:
         """As the runner: ask for a rebalance when the assignment was made for other work."""
