@@ -90,11 +90,15 @@ def test_connectors_added_and_removed_and_task_counts_changed(cluster: Reference
     assert not ledger.violations
 
 
-def test_a_worker_cut_off_from_the_coordinator_stops_its_units_before_another_starts_them(
-    cluster: ReferenceCluster,
-) -> None:
-    """Fencing: the lease (2 s) ends before the coordinator's session timeout (3 s), so the
+def test_a_worker_cut_off_from_the_coordinator_stops_its_units_before_another_starts_them() -> None:
+    """Fencing: the lease (2 s) ends before the coordinator's session timeout (6 s: its own
+    cluster, so that a loaded machine running a's on_lost late still keeps the order), so the
     cut-off worker's on_lost runs before the survivor's on_assigned, unit by unit."""
+    with ReferenceCluster(session_timeout_ms=6_000, heartbeat_interval_ms=200) as cluster:
+        _cut_off(cluster)
+
+
+def _cut_off(cluster: ReferenceCluster) -> None:
     ledger = Ledger()
     work = {"c": 3}
     a = FleetWorker("a", config(cluster), lambda: work, ledger)
