@@ -152,7 +152,7 @@ def test_metrics_follow_a_group_that_rebalances(backend: str) -> None:
         # fetch answered: with 100 ms windows and 500 ms long polls, an idle consumer has many), so
         # the values checked are those of a reading that has one.
         def settled() -> dict[str, float] | None:
-            if first.poll(0.05) is not None or callbacks["assign"] != 2:
+            if first.poll(0.05) is not None or callbacks["assign"] < 2 or len(first.assignment()) != 2:
                 return None
             reading = first.metrics()
             done = reading["records-consumed-total"] >= 40 and not math.isnan(reading["fetch-latency-avg"])
@@ -162,10 +162,12 @@ def test_metrics_follow_a_group_that_rebalances(backend: str) -> None:
         described = cluster.describe_group("metered")
         assert described is not None
         try:
-            # Two reconciliations: joining (assigned), giving two away (revoked, then assigned
-            # with nothing new, as Kafka's consumers call it after every reconciliation).
-            assert values["rebalance-total"] == callbacks["revoke"] + 1 == 2
-            assert callbacks["assign"] == 2
+            # At least two reconciliations: joining (assigned), giving two away (revoked, then
+            # assigned with nothing new, as Kafka's consumers call it after every
+            # reconciliation). A coordinator loading or a retried heartbeat may add one that
+            # changes nothing (on_assign([]) again): the metric counts what the callbacks saw.
+            assert values["rebalance-total"] == callbacks["assign"] >= 2
+            assert callbacks["revoke"] >= 1
             assert values["failed-rebalance-total"] == 0
             assert values["rebalance-latency-max"] >= 50  # the slow on_assign is part of it
             assert values["partition-assigned-latency-max"] >= 50
