@@ -399,3 +399,45 @@ def test_commit_in_on_revoke_during_close_and_a_mixed_async_commit(cluster: Refe
         return seen
 
     compare("close and mixed commits", scenario, cluster)
+
+
+def test_a_seek_keeps_the_stored_offset(cluster: ReferenceCluster) -> None:
+    """A seek moves the fetch position, not the stored offset: librdkafka's seek resets only the
+    application position (`rd_kafka_toppar_seek`), and a stored offset changes only when one is
+    stored again. So a commit right after seeking back commits what was stored before, and one
+    after reading from the new position commits that."""
+
+    def scenario(run: Run) -> dict[str, Any]:
+        topic = run.topic("seek-stored", 1, records=6)
+        seen: dict[str, Any] = {}
+        for auto_store in (True, False):
+            group = run.group(f"seek-stored-{auto_store}")
+            consumer = run.consumer(group, enable_auto_offset_store=auto_store, enable_auto_commit=False)
+            consumer.subscribe([topic])
+            messages = read(consumer, 4)
+            if not auto_store:
+                consumer.store_offsets(message=messages[-1])
+            consumer.seek(TopicPartition(topic, 0, 1))
+            (at,) = consumer.position([TopicPartition(topic, 0)])
+            seen[f"auto_store={auto_store} position after seek"] = at.offset
+            seen[f"auto_store={auto_store} commit after seek"] = _code(_sync_commit(consumer))
+            seen[f"auto_store={auto_store} committed after seek"] = _committed(consumer, topic)
+            (again,) = read(consumer, 1)
+            seen[f"auto_store={auto_store} read after seek"] = again.offset()
+            if not auto_store:
+                consumer.store_offsets(message=again)
+            seen[f"auto_store={auto_store} commit after reading"] = _code(_sync_commit(consumer))
+            seen[f"auto_store={auto_store} committed after reading"] = _committed(consumer, topic)
+            consumer.close()
+        return seen
+
+    compare("seek keeps the stored offset", scenario, cluster)
+
+
+def _sync_commit(consumer: Any) -> Callable[[], Any]:
+    return lambda: consumer.commit(asynchronous=False)
+
+
+def _committed(consumer: Any, topic: str) -> int:
+    (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+    return int(tp.offset)
