@@ -115,14 +115,20 @@ class GroupAdmin:
     # -- sending ---------------------------------------------------------------------------------
 
     async def _send(
-        self, node: Node, api_key: int, build: Callable[[int], Message], max_version: int | None = None
+        self,
+        node: Node,
+        api_key: int,
+        build: Callable[[int], Message],
+        max_version: int | None = None,
+        timeout_s: float | None = None,
     ) -> tuple[Message, int]:
-        """(response, version) of the request `build(version)` sent to `node`."""
+        """(response, version) of the request `build(version)` sent to `node` (answered within
+        `timeout_s`, by default the admin's request timeout)."""
         address = Address(node.host, node.port)
         try:
             connection, versions = await self._connection(node)
             version = common_version(api_key, versions, max_version)
-            return await connection.request(build(version), version), version
+            return await connection.request(build(version), version, timeout_s), version
         except NoCommonVersionError as exc:
             raise ApiUnsupportedError(f"{address}: {exc}") from None
         except GroupAdminError:
@@ -167,14 +173,19 @@ class GroupAdmin:
         raise GroupAdminError("no broker answered: " + "; ".join(failures))
 
     async def send_to_coordinator(
-        self, group_id: str, api_key: int, build: Callable[[int], Message]
+        self,
+        group_id: str,
+        api_key: int,
+        build: Callable[[int], Message],
+        timeout_s: float | None = None,
     ) -> Message:
         """One request to the group's coordinator (found first when unknown), the answer as it
-        comes: judging its error is the caller's (`forget_coordinator` after NOT_COORDINATOR).
-        Raises TransportError (the coordinator is found again next time) or GroupAdminError."""
+        comes (within `timeout_s`, by default the admin's request timeout): judging its error is
+        the caller's (`forget_coordinator` after NOT_COORDINATOR). Raises TransportError (the
+        coordinator is found again next time) or GroupAdminError."""
         node = await self.coordinator(group_id)
         try:
-            response, _version = await self._send(node, api_key, build)
+            response, _version = await self._send(node, api_key, build, timeout_s=timeout_s)
         except TransportError:
             self._coordinators.pop(group_id, None)
             raise

@@ -15,6 +15,7 @@ from ..assignment.work_units import WorkUnits
 from ..client.runtime.connection import TransportError
 from ..errors import ErrorCode
 from ..groups.admin import GroupAdmin, GroupAdminError
+from ..protocol.messages.classic_group import JoinGroupRequest
 from .assignors import WorkerAssignor
 from .classic_core import CheckWork, ClassicWorkerCore, ClassicWorkerSettings, Lead, RejoinLater, SendClassic
 from .classic_leader import LeaderMemory, lead
@@ -71,9 +72,13 @@ class ClassicWorkerRunner(WorkerRunner[ClassicWorkerCore]):
     async def _send(self, effect: SendClassic) -> None:
         sent = self.now_ms()
         request = effect.request
+        # A JoinGroup may wait a rebalance timeout for its answer (the classic join phase).
+        settings = self.core.settings
+        waits = isinstance(request, JoinGroupRequest)
+        timeout_s = (settings.rebalance_timeout_ms + 5_000) / 1000 if waits else None
         try:
             response = await self.admin.send_to_coordinator(
-                self.core.settings.group_id, request.API_KEY, lambda _v: request
+                settings.group_id, request.API_KEY, lambda _v: request, timeout_s
             )
         except (TransportError, GroupAdminError) as exc:
             logger.info("%s failed: %s", type(request).__name__, exc)

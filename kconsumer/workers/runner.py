@@ -321,13 +321,10 @@ def make_runner(
     names = [a.name for a in chosen]
     if not chosen or any(not name for name in names) or len(set(names)) != len(names):
         raise ConfigError("assignors", f"need at least one, with unique non-empty names, got {names}")
-    request_timeout_ms = config.request_timeout_ms
-    if config.protocol == "classic":  # a JoinGroup may wait a rebalance timeout for its answer
-        request_timeout_ms = max(request_timeout_ms, config.rebalance_timeout_ms + 5_000)
     admin = GroupAdmin(
         config.bootstrap_servers,
         {"client.id": config.client_id, **config.security},
-        timeout_s=request_timeout_ms / 1000,
+        timeout_s=config.request_timeout_ms / 1000,
     )
     if config.protocol == "classic":
         from .classic_runner import classic_runner
