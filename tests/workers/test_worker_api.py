@@ -47,7 +47,11 @@ def test_assignors_need_unique_names() -> None:
         WorkerGroup(BASE, work=dict, assignors=[RoundRobinAssignor(), RoundRobinAssignor()])
 
 
-def test_the_asyncio_worker_runs_coroutine_callbacks_on_the_loop() -> None:
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 10_000, "lease.timeout.ms": 5_000}
+
+
+@pytest.mark.parametrize("extra", [{}, CLASSIC], ids=["connect", "classic"])
+def test_the_asyncio_worker_runs_coroutine_callbacks_on_the_loop(extra: dict[str, Any]) -> None:
     async def scenario(bootstrap: str) -> list[tuple[str, list[str]]]:
         events: list[tuple[str, list[str]]] = []
         loop = asyncio.get_running_loop()
@@ -60,7 +64,7 @@ def test_the_asyncio_worker_runs_coroutine_callbacks_on_the_loop() -> None:
         def stopped(units: WorkUnits) -> None:
             events.append(("stop", list(units)))
 
-        config = {"bootstrap.servers": bootstrap, "group.id": "aio-workers"}
+        config = {"bootstrap.servers": bootstrap, "group.id": "aio-workers", **extra}
         async with AIOWorkerGroup(
             config, work=lambda: {"job": 1}, on_assigned=started, on_revoked=stopped
         ) as worker:
