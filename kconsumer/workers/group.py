@@ -80,9 +80,11 @@ class WorkerGroup(WorkerFacade):
 
     def poll(self, timeout: float = 1.0) -> bool:
         """Run the next callback due (waiting up to `timeout` seconds); True if one ran.
-        Raises WorkerGroupError once the worker failed. A callback's exception propagates after
-        the worker counts the callback as done (its units as started, or stopped)."""
-        self._raise_failure()
+        Raises WorkerGroupError once the worker failed and every callback queued before (an
+        ``on_lost`` stopping its units) has run. A callback's exception propagates after the
+        worker counts the callback as done (its units as started, or stopped)."""
+        if self._callbacks.empty():
+            self._raise_failure()  # a callback queued before the failure (on_lost) runs first
         try:
             work = self._callbacks.get(timeout=timeout) if timeout > 0 else self._callbacks.get_nowait()
         except queue.Empty:

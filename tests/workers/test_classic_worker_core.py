@@ -199,3 +199,17 @@ def test_heartbeats_carry_the_generation() -> None:
     core = running(A)
     beat = request(core.tick(1_010))
     assert isinstance(beat, HeartbeatRequest) and beat.generation_id == 3 and beat.member_id == "m1"
+
+
+def test_fenced_by_another_process_it_stops_everything_then_fails() -> None:
+    """FENCED_INSTANCE_ID (another process took its instance id): on_lost comes before the
+    failure, and `WorkerGroup.poll` runs a queued callback before raising the failure."""
+    core = ClassicWorkerCore(settings(instance="i1"))
+    core.start(0)
+    core.answered(joined_answer(), 0, 5)
+    core.answered(synced(A), 5, 10)
+    core.callback_done(20)
+    effects = core.answered(HeartbeatResponse(error_code=ErrorCode.FENCED_INSTANCE_ID), 30, 40)
+    kinds = [type(e).__name__ for e in effects]
+    assert kinds == ["RunCallback", "Failed"] and callback(effects).kind is CallbackKind.LOST
+    assert core.state is WorkerState.FAILED
