@@ -284,6 +284,8 @@ class WorkerCore:
             self.owned = self.owned - done.units
         if self.state == _S.LEAVING:
             return self._leave_steps(now_ms)
+        if self.state in (_S.FAILED, _S.CLOSED):
+            return self._stop_after_failure() if self.state == _S.FAILED else []
         if self.state == _S.LOSING and done.kind is not CallbackKind.LOST and self.owned:
             self._running = RunCallback(CallbackKind.LOST, self.owned)  # lost while it ran
             return [self._running]
@@ -391,9 +393,16 @@ class WorkerCore:
         return []
 
     def _fail(self, code: ErrorCode, message: str) -> list[Effect]:
+        """The worker cannot go on: it stops what it runs (``on_lost``) and reports why."""
         self.error = Failed(code, message)
         self._go(_S.FAILED)
-        return [self.error]
+        return [*self._stop_after_failure(), self.error]
+
+    def _stop_after_failure(self) -> list[Effect]:
+        if self._running is not None or not self.owned:
+            return []  # a running callback finishes first (`callback_done` comes back here)
+        self._running = RunCallback(CallbackKind.LOST, self.owned)
+        return [self._running]
 
     def _send(self, epoch: int, now_ms: int) -> SendHeartbeat:
         """The next heartbeat: unchanged fields are left out (null), unless a full one is due."""

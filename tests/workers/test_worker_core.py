@@ -162,3 +162,16 @@ def test_every_worker_asks_when_the_delay_ends_unless_a_newer_assignment_came() 
     assert still_due(note, at, "a")
     assert not still_due(Note(work_fingerprint(work)).encode(), at, "a")  # answered meanwhile
     assert not still_due(Note(work_fingerprint(work), 90_000).encode(), at, "a")  # a new time
+
+
+def test_a_worker_that_fails_stops_what_it_runs_first() -> None:
+    """An error the worker cannot recover from (here GROUP_AUTHORIZATION_FAILED): on_lost for
+    everything it runs, then the failure; the coordinator gives the units away after its
+    session timeout, so they must be stopped."""
+    core = joined(WorkUnits.of(["c"], [("c", 0)]))
+    refused = ConnectGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    effects = core.answered(refused, 30, 40)
+    assert [type(e).__name__ for e in effects] == ["RunCallback", "Failed"]
+    (lost,) = [e for e in effects if isinstance(e, RunCallback)]
+    assert lost.kind is CallbackKind.LOST and lost.units == WorkUnits.of(["c"], [("c", 0)])
+    assert core.callback_done(50) == [] and core.owned == WorkUnits()
