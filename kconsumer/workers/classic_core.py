@@ -129,7 +129,12 @@ class ClassicWorkerCore:
         self._asked = False
         self._leave_sent = False
         self._due_ms = 0
+        #: When the last Heartbeat answered without error was sent (the lease counts from it).
         self._last_answered_sent_ms: int | None = None
+        #: When the last SyncGroup was answered, and whether a Heartbeat sent since was
+        #: answered without error (new units start only then).
+        self._synced_at_ms = 0
+        self._confirmed = False
         self._backoff = ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms)
         self._attempts = 0
 
@@ -213,7 +218,6 @@ class ClassicWorkerCore:
         code = ErrorCode.of(getattr(response, "error_code", 0))
         if code == ErrorCode.NONE:
             self._attempts = 0
-            self._last_answered_sent_ms = sent_ms
         if kind == "join":
             assert isinstance(response, JoinGroupResponse)
             return self._joined(response, code, now_ms)
@@ -222,7 +226,15 @@ class ClassicWorkerCore:
             return self._synced(response, code, now_ms)
         assert isinstance(response, HeartbeatResponse)
         if code == ErrorCode.NONE:
+            # Only a Heartbeat surely restarts its session on the coordinator (a classic group
+            # does not for a JoinGroup or SyncGroup answered at once while Stable): the lease
+            # counts from it, and units of a new generation start once one sent after the
+            # SyncGroup was answered.
+            self._last_answered_sent_ms = sent_ms
             self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+            if sent_ms >= self._synced_at_ms and not self._confirmed:
+                self._confirmed = True
+                return self._reconcile()
             return []
         return self._error(code, now_ms)
 
@@ -312,7 +324,8 @@ class ClassicWorkerCore:
         # that JoinGroup went. Units revoked wait for its next JoinGroup to be handed over: it
         # rejoins once they are stopped (at once if it already stopped them).
         self._rejoin = bool(assignment.revoked) or self._asked
-        self._due_ms = now_ms + self.settings.heartbeat_interval_ms
+        self._due_ms = now_ms  # a Heartbeat at once: it confirms the membership (`answered`)
+        self._synced_at_ms, self._confirmed = now_ms, False
         # What it runs (as its JoinGroup said), less what is revoked, plus what it is given.
         self.assigned = (self.reported_owned() - assignment.revoked) | assignment.assigned
         self.assignment_offset = assignment.config_offset
@@ -350,6 +363,8 @@ class ClassicWorkerCore:
             return []
         revoked = self.owned - self.assigned
         added = self.assigned - self.owned
+        if not revoked and not self._confirmed:
+            added = NO_UNITS  # stopping is always safe; starting waits for a Heartbeat's answer
         if not revoked and not added:
             if self.state == _S.RECONCILING:
                 self._go(_S.STABLE)

@@ -76,13 +76,22 @@ def joined_answer(leader: str = "", generation: int = 3) -> JoinGroupResponse:
     )
 
 
+def confirmed(core: ClassicWorkerCore, after_sync: list[ClassicEffect], now: int) -> list[ClassicEffect]:
+    """A generation's units start only once a Heartbeat sent after its SyncGroup is answered:
+    the SyncGroup's answer asks for one at once."""
+    assert not [e for e in after_sync if isinstance(e, RunCallback) and e.kind is CallbackKind.ASSIGNED]
+    beat = request(core.tick(now))
+    assert isinstance(beat, HeartbeatRequest)
+    return core.answered(HeartbeatResponse(), now, now + 2)
+
+
 def running(units: WorkUnits) -> ClassicWorkerCore:
     """A follower that joined and runs `units`."""
     core = ClassicWorkerCore(settings())
     join = request(core.start(0))
     assert isinstance(join, JoinGroupRequest) and join.member_id == ""
     assert isinstance(request(core.answered(joined_answer(), 0, 5)), SyncGroupRequest)
-    started = callback(core.answered(synced(units), 5, 10))
+    started = callback(confirmed(core, core.answered(synced(units), 5, 10), 10))
     assert started.kind is CallbackKind.ASSIGNED and started.units == units
     core.callback_done(20)
     assert core.owned == units and core.state is WorkerState.STABLE
@@ -165,11 +174,12 @@ def test_unknown_member_loses_everything_and_joins_afresh() -> None:
 
 
 def test_the_lease_stops_everything_without_answered_requests() -> None:
-    core = running(A)
-    core.tick(1_000)  # a heartbeat goes, no answer comes
-    lost = callback(core.tick(5_006))
+    core = running(A)  # its last answered Heartbeat was sent at 10: the lease ends at 5 010
+    assert isinstance(request(core.tick(1_012)), HeartbeatRequest)  # no answer comes
+    assert core.tick(5_009) == []
+    lost = callback(core.tick(5_010))
     assert lost.kind is CallbackKind.LOST
-    assert core.answered(HeartbeatResponse(), 1_000, 5_010) == []  # ignored while losing
+    assert core.answered(HeartbeatResponse(), 1_012, 5_020) == []  # ignored while losing
 
 
 def test_an_assignment_is_checked_against_the_declared_work() -> None:
@@ -184,7 +194,7 @@ def test_close_stops_everything_then_leaves_a_static_one_naming_its_instance() -
     core = ClassicWorkerCore(settings(instance="i1"))
     core.start(0)
     core.answered(joined_answer(), 0, 5)
-    core.answered(synced(A), 5, 10)
+    confirmed(core, core.answered(synced(A), 5, 10), 10)
     core.callback_done(20)
     revoked = callback(core.close(30))
     assert revoked.kind is CallbackKind.REVOKED and revoked.units == A
@@ -195,9 +205,26 @@ def test_close_stops_everything_then_leaves_a_static_one_naming_its_instance() -
     assert core.state is WorkerState.CLOSED
 
 
+def test_a_new_generation_s_units_start_only_after_a_heartbeat_is_answered() -> None:
+    """Mixed seed 52893: a classic coordinator does not restart a member's session for a
+    JoinGroup or SyncGroup answered at once while Stable; a member that had been silent synced,
+    started its units, and was removed a moment later, its units given to another. Units start
+    only once a Heartbeat sent after the SyncGroup is answered; the lease counts from it."""
+    core = ClassicWorkerCore(settings())
+    core.start(0)
+    core.answered(joined_answer(), 0, 5)
+    after_sync = core.answered(synced(A), 5, 10)
+    assert not [e for e in after_sync if isinstance(e, RunCallback)]
+    beat = request(core.tick(10))
+    assert isinstance(beat, HeartbeatRequest)
+    gone = core.answered(HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID), 10, 20)
+    assert not [e for e in gone if isinstance(e, RunCallback)]  # nothing was started
+    assert core.owned == WorkUnits()
+
+
 def test_heartbeats_carry_the_generation() -> None:
     core = running(A)
-    beat = request(core.tick(1_010))
+    beat = request(core.tick(1_012))
     assert isinstance(beat, HeartbeatRequest) and beat.generation_id == 3 and beat.member_id == "m1"
 
 
@@ -207,9 +234,10 @@ def test_fenced_by_another_process_it_stops_everything_then_fails() -> None:
     core = ClassicWorkerCore(settings(instance="i1"))
     core.start(0)
     core.answered(joined_answer(), 0, 5)
-    core.answered(synced(A), 5, 10)
+    confirmed(core, core.answered(synced(A), 5, 10), 10)
     core.callback_done(20)
-    effects = core.answered(HeartbeatResponse(error_code=ErrorCode.FENCED_INSTANCE_ID), 30, 40)
+    core.tick(1_100)  # a heartbeat out
+    effects = core.answered(HeartbeatResponse(error_code=ErrorCode.FENCED_INSTANCE_ID), 1_100, 1_110)
     kinds = [type(e).__name__ for e in effects]
     assert kinds == ["RunCallback", "Failed"] and callback(effects).kind is CallbackKind.LOST
     assert core.state is WorkerState.FAILED

@@ -243,3 +243,23 @@ def test_a_classic_worker_whose_work_changed_asks_for_a_new_assignment() -> None
     a.join(offset=2)
     assert cluster.coordinator.state.worker_groups[GROUP].group_epoch == epoch + 1
     assert cluster.heartbeat("n").error_code == ErrorCode.COMPUTE_ASSIGNMENT
+
+
+def test_a_downgrade_interrupted_by_a_failover_still_rebalances() -> None:
+    """Mixed seed 52042: the downgrade writes the classic group (Stable, the assignments the
+    coordinator gave) and starts a rebalance that is not written; a coordinator loading that
+    group found it settled, and the units the last new-protocol worker had released stayed
+    unassigned. A loaded connect group whose assignments no leader made rebalances."""
+    cluster = Cluster()
+    a = classic_group(cluster, units("c"))
+    cluster.heartbeat("n")
+    cluster.compute("n", {a.member_id: units("c"), "n": units("d")})
+    cluster.heartbeat("n")
+    cluster.heartbeat("n", epoch=-1)  # the last new-protocol worker leaves: downgraded
+    assert state(cluster) == "classic"
+    old = cluster.coordinator
+    cluster.coordinator = GroupCoordinator.replaying(list(old.log or ()), cluster.now, old.config)
+    group = cluster.coordinator.state.classic_groups[GROUP]
+    assert group.state.name == "PREPARING_REBALANCE"
+    joined = a.join(runs=units("c"))
+    assert joined.leader == a.member_id  # its leader assigns "d" again

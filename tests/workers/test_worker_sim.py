@@ -44,10 +44,13 @@ def test_a_mixed_seed_range_passes(first: int) -> None:
 #: group whose work had changed meanwhile: nobody asked for a rebalance), 7396, 8874 and 9539 (the
 #: worker asked to announce a change of the work was cut off and crashed: every worker now
 #: checks the work periodically), 23220 (the end of the scheduled delay, told to one worker, was
-#: lost when a classic process replaced it: every worker is told now).
+#: lost when a classic process replaced it: every worker is told now), 52893 (a classic member
+#: started units after a SyncGroup, which does not restart its session, and was removed a moment
+#: later: units start after an answered Heartbeat), 52042 (a downgrade's rebalance lost in a
+#: failover).
 MIXED_REGRESSION_SEEDS = [
     *(322, 416, 436, 633, 671, 812, 955, 1793, 2216, 3017, 3340),
-    *(5051, 5632, 6137, 7396, 8874, 9539, 23220),
+    *(5051, 5632, 6137, 7396, 8874, 9539, 23220, 52042, 52893),
 ]
 
 

@@ -21,6 +21,7 @@ from ....protocol.schema import Message
 from ..context import Context
 from ..model import ConsumerGroup
 from ..workers import classic_workers
+from ..workers.migration import unsettled_downgrade
 from ..workers.model import WorkerGroup
 from . import in_consumer_group, join, membership, rebalance
 from .describe import describe_groups
@@ -103,8 +104,11 @@ def on_timer(ctx: Context, group: ClassicGroup, key: tuple[Any, ...], payload: A
 
 def on_loaded(ctx: Context) -> None:
     """After a coordinator replayed another's log: each classic group as Kafka loads it (Stable
-    with its members, or Empty), every member's session timer started."""
+    with its members, or Empty), every member's session timer started; a connect group a
+    downgrade left unsettled rebalances (`migration.unsettled_downgrade`)."""
     for group in list(ctx.state.classic_groups.values()):
         loaded = rebalance.write(ctx, group.loaded())
         for member_id in loaded.members:
             rebalance.reschedule_heartbeat(ctx, loaded, member_id)
+        if unsettled_downgrade(loaded):
+            rebalance.prepare_rebalance(ctx, loaded, "a downgrade's rebalance was lost in a failover")

@@ -203,3 +203,19 @@ def downgrade(ctx: Context, group: WorkerGroup) -> ClassicGroup:
     for member_id in converted.members:
         reschedule_heartbeat(ctx, converted, member_id)
     return prepare_rebalance(ctx, converted, f"downgrade of group {group_id} from a worker group to classic")
+
+
+def unsettled_downgrade(group: ClassicGroup) -> bool:
+    """Whether a classic ``connect`` group a coordinator just loaded still holds the assignments
+    a downgrade gave (no leader made them: their Leader field is empty). The rebalance the
+    downgrade started was lost with the coordinator that started it, and without one the units
+    the last new-protocol worker released would stay unassigned: the loaded group rebalances."""
+    if group.protocol_type != CONNECT_PROTOCOL_TYPE or not group.members:
+        return False
+    for member in group.members.values():
+        try:
+            if member.assignment and decode_assignment(member.assignment).leader == "":
+                return True
+        except ProtocolError:
+            continue
+    return False
