@@ -14,7 +14,7 @@ from typing import Any
 from .assignors import WorkerAssignor
 from .core import RunCallback
 from .facade import Callback, WorkerFacade
-from .runner import make_runner
+from .factory import make_runner
 
 logger = logging.getLogger("kconsumer.workers")
 

@@ -18,7 +18,7 @@ from .state import CoordinatorState, RecordWriter
 from .timers import Timers
 
 if TYPE_CHECKING:
-    from .workers.membership import WorkerRun
+    from .workers.runs import WorkerRun
 
 
 @dataclass

@@ -62,7 +62,7 @@ from .records import OffsetTombstone, Record, RegexRecord
 from .state import CoordinatorState, RecordWriter
 from .timers import Timers
 from .workers import api as workers_api
-from .workers.membership import WorkerRun
+from .workers.runs import WorkerRun
 
 R = TypeVar("R")
 

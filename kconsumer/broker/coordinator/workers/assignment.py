@@ -21,8 +21,9 @@ from ....protocol.messages.worker_group import (
     PreparedWorker,
 )
 from ..context import Context
-from .membership import FENCED_EPOCH, WorkerRun, save
+from .membership import FENCED_EPOCH, save
 from .model import TargetEntry, WorkerGroup
+from .runs import WorkerRun
 from .timer_keys import assignment_timer
 
 
