@@ -140,6 +140,7 @@ class ClassicWorkerCore:
 
     @property
     def epoch(self) -> int:
+        """Its generation (-1 before it joined)."""
         return self.generation
 
     def outdated(self, work: WorkUnits) -> bool:
@@ -152,6 +153,8 @@ class ClassicWorkerCore:
         return self._running is not None
 
     def reported_owned(self) -> WorkUnits:
+        """What its JoinGroup says it runs: its units, and those an on_assigned still running is
+        starting."""
         running = self._running
         if running is not None and running.kind is CallbackKind.ASSIGNED:
             return self.owned | running.units
@@ -184,11 +187,13 @@ class ClassicWorkerCore:
     # -- events ---------------------------------------------------------------------------------
 
     def start(self, now_ms: int) -> list[ClassicEffect]:
+        """Join the group."""
         self._go(_S.JOINING)
         self._rejoin = True
         return self.tick(now_ms)
 
     def tick(self, now_ms: int) -> list[ClassicEffect]:
+        """Time passed: a request may be due, the lease may have run out."""
         effects: list[ClassicEffect] = []
         lease = self._lease_deadline()
         if lease is not None and now_ms >= lease:
@@ -254,6 +259,7 @@ class ClassicWorkerCore:
         return [self._sync(assignments)]
 
     def callback_done(self, now_ms: int) -> list[ClassicEffect]:
+        """The application finished the callback `RunCallback` asked for."""
         done, self._running = self._running, None
         assert done is not None, "no callback was running"
         if done.kind is CallbackKind.ASSIGNED:
@@ -262,6 +268,8 @@ class ClassicWorkerCore:
             self.owned = self.owned - done.units
         if self.state == _S.LEAVING:
             return self._leave_steps(now_ms)
+        if self.state in (_S.FAILED, _S.CLOSED):
+            return self._stop_after_failure() if self.state == _S.FAILED else []
         if self.state == _S.LOSING:
             if self.owned:
                 self._running = RunCallback(CallbackKind.LOST, self.owned)
@@ -275,6 +283,7 @@ class ClassicWorkerCore:
         return self._reconcile() + self.tick(now_ms)
 
     def request_rebalance(self, reason: int, now_ms: int) -> list[ClassicEffect]:
+        """Rejoin (a classic group has no reasons: `reason` is checked, then unused)."""
         if not 1 <= reason <= 127:
             raise ValueError(f"a rebalance reason is 1..127, got {reason}")
         if self.state in (_S.STABLE, _S.RECONCILING, _S.JOINING):
@@ -282,11 +291,13 @@ class ClassicWorkerCore:
         return self.tick(now_ms)
 
     def fail(self, code: ErrorCode, message: str) -> list[ClassicEffect]:
+        """The driver found an error the worker cannot recover from."""
         if self.state in (_S.CLOSED, _S.FAILED):
             return []
         return self._fail(code, message)
 
     def close(self, now_ms: int) -> list[ClassicEffect]:
+        """Stop every unit (on_revoked), then leave the group."""
         if self.state in (_S.CLOSED, _S.FAILED, _S.UNJOINED):
             self._go(_S.CLOSED)
             return []
@@ -348,9 +359,7 @@ class ClassicWorkerCore:
             self._rejoin = self._rejoin or self.state == _S.JOINING
             return self._retry_later(now_ms)
         if code == ErrorCode.FENCED_INSTANCE_ID:
-            return self._lose(forget_member=False) + self._fail(
-                code, "another worker took this worker's group.instance.id"
-            )
+            return self._fail(code, "another worker took this worker's group.instance.id")
         return self._fail(code, f"{code.name}: the group refused this worker")
 
     # -- steps ----------------------------------------------------------------------------------
@@ -436,9 +445,16 @@ class ClassicWorkerCore:
         return []
 
     def _fail(self, code: ErrorCode, message: str) -> list[ClassicEffect]:
+        """The worker cannot go on: it stops what it runs (``on_lost``) and reports why."""
         self.error = Failed(code, message)
         self._go(_S.FAILED)
-        return [self.error]
+        return [*self._stop_after_failure(), self.error]
+
+    def _stop_after_failure(self) -> list[ClassicEffect]:
+        if self._running is not None or not self.owned:
+            return []  # a running callback finishes first (`callback_done` comes back here)
+        self._running = RunCallback(CallbackKind.LOST, self.owned)
+        return [self._running]
 
     def _join(self, now_ms: int) -> SendClassic:
         self._go(_S.JOINING)
