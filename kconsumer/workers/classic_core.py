@@ -48,7 +48,7 @@ from ..protocol.messages.classic_group import (
     SyncGroupResponse,
 )
 from ..protocol.schema import Message
-from .core import RETRIABLE, CallbackKind, Failed, RunCallback, WorkerState
+from .core import RETRIABLE, CallbackKind, Failed, RunCallback, WorkerState, owed_on_lost
 from .core import TRANSITIONS as _TRANSITIONS
 
 _S = WorkerState
@@ -451,10 +451,8 @@ class ClassicWorkerCore:
         return [*self._stop_after_failure(), self.error]
 
     def _stop_after_failure(self) -> list[ClassicEffect]:
-        if self._running is not None or not self.owned:
-            return []  # a running callback finishes first (`callback_done` comes back here)
-        self._running = RunCallback(CallbackKind.LOST, self.owned)
-        return [self._running]
+        running, self._running = self._running, owed_on_lost(self._running, self.owned)
+        return [self._running] if self._running is not None and running is None else []
 
     def _join(self, now_ms: int) -> SendClassic:
         self._go(_S.JOINING)

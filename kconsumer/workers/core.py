@@ -399,10 +399,8 @@ class WorkerCore:
         return [*self._stop_after_failure(), self.error]
 
     def _stop_after_failure(self) -> list[Effect]:
-        if self._running is not None or not self.owned:
-            return []  # a running callback finishes first (`callback_done` comes back here)
-        self._running = RunCallback(CallbackKind.LOST, self.owned)
-        return [self._running]
+        running, self._running = self._running, owed_on_lost(self._running, self.owned)
+        return [self._running] if self._running is not None and running is None else []
 
     def _send(self, epoch: int, now_ms: int) -> SendHeartbeat:
         """The next heartbeat: unchanged fields are left out (null), unless a full one is due."""
@@ -429,6 +427,14 @@ class WorkerCore:
         self._reason_in_flight = self._reason if send_assignors else 0
         self._due_ms = now_ms + self.heartbeat_interval_ms
         return SendHeartbeat(request)
+
+
+def owed_on_lost(running: RunCallback | None, owned: WorkUnits) -> RunCallback | None:
+    """The callback a failed worker still runs: the one running (it finishes first, and the
+    core asks again when it is done), else ``on_lost`` for what it runs, or none."""
+    if running is not None or not owned:
+        return running
+    return RunCallback(CallbackKind.LOST, owned)
 
 
 def _with_reason(assignor: WorkerAssignor, reason: int) -> WorkerAssignor:
