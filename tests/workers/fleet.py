@@ -48,9 +48,11 @@ class Ledger:
                 by_worker.setdefault(worker, set()).add(unit)
             return by_worker
 
-    def first(self, kind: str, worker: str, unit: str) -> float | None:
+    def first(self, kind: str, worker: str, unit: str, since: int = 0) -> float | None:
+        """When `worker` first did `kind` to `unit`, among the events from index `since` on."""
         with self.lock:
-            return next((t for t, k, w, u in self.events if (k, w, u) == (kind, worker, unit)), None)
+            events = self.events[since:]
+            return next((t for t, k, w, u in events if (k, w, u) == (kind, worker, unit)), None)
 
 
 class FleetWorker:
