@@ -112,6 +112,21 @@ def encode_assignment(
     return encode_consumer_protocol(assignment, min(version, 3))
 
 
+def answer_waiting_members(ctx: Context, classic: ClassicGroup) -> None:
+    """REBALANCE_IN_PROGRESS to every JoinGroup and SyncGroup waiting in a classic group that is
+    being converted (its members join the new group with their next request)."""
+    group_id = classic.group_id
+    for member_id in list(classic.members) + sorted(classic.pending_members):
+        ctx.replies.answer_join(
+            group_id,
+            member_id,
+            JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member_id),
+        )
+        ctx.replies.answer_sync(
+            group_id, member_id, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+        )
+
+
 # -- upgrade: classic → consumer ---------------------------------------------------------------
 
 
@@ -141,15 +156,7 @@ def upgrade(ctx: Context, classic: ClassicGroup) -> None:
                         f"Group {group_id} is rebalancing and cannot be converted yet: {why}.",
                     )
 
-    for member_id in list(classic.members) + sorted(classic.pending_members):
-        ctx.replies.answer_join(
-            group_id,
-            member_id,
-            JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member_id),
-        )
-        ctx.replies.answer_sync(
-            group_id, member_id, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
-        )
+    answer_waiting_members(ctx, classic)
     epoch = classic.generation
     logger.info(
         "classic group %s (generation %d, %d members) upgraded to a consumer group",

@@ -32,7 +32,7 @@ from ....assignment.connect_protocol import (
 )
 from ....assignment.work_units import WorkUnits
 from ....errors import ErrorCode, KafkaApiError, ProtocolError
-from ....protocol.messages.classic_group import JoinGroupResponse, SyncGroupResponse
+from ..classic.migration import answer_waiting_members
 from ..classic.model import ClassicGroup, ClassicMember, ClassicState
 from ..classic.rebalance import prepare_rebalance, reschedule_heartbeat, write
 from ..context import Context
@@ -116,15 +116,7 @@ def upgrade(ctx: Context, classic: ClassicGroup) -> WorkerGroup:
             assigned=held,
             classic=ClassicMemberMetadata(member.session_timeout_ms, _preferred_first(classic, member)),
         )
-    for member_id in list(classic.members) + sorted(classic.pending_members):
-        ctx.replies.answer_join(
-            group_id,
-            member_id,
-            JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member_id),
-        )
-        ctx.replies.answer_sync(
-            group_id, member_id, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
-        )
+    answer_waiting_members(ctx, classic)
     group = WorkerGroup(
         group_id,
         group_epoch=epoch,
