@@ -114,6 +114,7 @@ class AIOConsumer:
     async def _records(self) -> AsyncIterator[Message]:
         app = self._app
         buffer = self._engine.buffer
+        popleft = buffer.popleft
         monotonic = time.monotonic
         while True:
             # The fast path: records already taken from librdkafka, no group work waiting, no
@@ -127,12 +128,17 @@ class AIOConsumer:
                 and now < self._turn_due
             ):
                 # A short run before the next full check; work the member posts meanwhile (a
-                # revocation, a lost assignment) ends it at the next record.
-                for _ in range(RECORDS_BETWEEN_CHECKS):
-                    if not buffer or self._member_work:
-                        break
-                    self._polls += 1
-                    yield buffer.popleft()
+                # revocation, a lost assignment) ends it at the next record. The run's records
+                # are counted once, at its end (or when the loop leaves it: break, close).
+                taken = 0
+                try:
+                    for _ in range(RECORDS_BETWEEN_CHECKS):
+                        if not buffer or self._member_work:
+                            break
+                        taken += 1
+                        yield popleft()
+                finally:
+                    self._polls += taken
                 continue
             message = await self.poll(None)
             if message is not None:

@@ -3,10 +3,14 @@ consumer (its ``consumer-coordinator-metrics`` and ``consumer-fetch-manager-metr
 
 Recorded where each thing happens, from three threads (hence the lock):
 
-- the member session reports each state change (`member_state_changed`): as Kafka's new consumer
-  (AbstractMembershipManager), a rebalance starts when the member enters RECONCILING and ends
-  when it leaves RECONCILING for ACKNOWLEDGING or STABLE; one in progress when the member is
-  fenced, goes stale or fails fatally counts as failed;
+- the member session reports each state change (`member_state_changed`): a rebalance starts when
+  the member enters RECONCILING and ends when the member is STABLE again (or leaves
+  ACKNOWLEDGING for anything but RECONCILING); one in progress when the member is fenced, goes
+  stale or fails fatally counts as failed. Kafka's new consumer (AbstractMembershipManager)
+  ends one at each RECONCILING -> ACKNOWLEDGING; it revokes and assigns in one step, while
+  kconsumer acknowledges a revocation before it assigns (the partitions move sooner), so that
+  rule would count one reconciliation once or twice depending on timing. Counting to STABLE
+  gives one per reconciliation, as Kafka's count;
 - the runtime times each ConsumerGroupHeartbeat / Heartbeat and OffsetCommit round trip;
 - the application thread times the rebalance callbacks (only when the application has one, as
   Kafka's listener invoker) and hands over librdkafka's statistics of the fetch handle (the fetch
@@ -74,7 +78,6 @@ METRICS: dict[str, tuple[str, str]] = {
 
 #: States in which a rebalance in progress has failed (Kafka: transitionToFenced / ToFatal).
 _FAILING_STATES = frozenset({MemberState.FENCED, MemberState.FATAL, MemberState.STALE})
-_REBALANCE_ENDS = frozenset({MemberState.ACKNOWLEDGING, MemberState.STABLE})
 
 
 class WindowedStat:
@@ -151,14 +154,18 @@ class ConsumerMetrics:
         """A member state transition (rebalance start, end or failure)."""
         now = self._clock()
         with self._lock:
-            if before is MemberState.RECONCILING and after in _REBALANCE_ENDS:
-                if self._rebalance_started is not None:
-                    self._rebalance.record((now - self._rebalance_started) * 1000, now)
+            started = self._rebalance_started
+            if started is None:
+                if after is MemberState.RECONCILING:
+                    self._rebalance_started = now
+                return
+            if after is MemberState.STABLE or (
+                before is MemberState.ACKNOWLEDGING and after is not MemberState.RECONCILING
+            ):
+                self._rebalance.record((now - started) * 1000, now)
                 self._rebalance_ended = now
                 self._rebalance_started = None
-            elif after is MemberState.RECONCILING and before is not MemberState.RECONCILING:
-                self._rebalance_started = now
-            elif after in _FAILING_STATES and self._rebalance_started is not None:
+            elif after in _FAILING_STATES:
                 self._failed_rebalance.record(1, now)
                 self._rebalance_started = None
 

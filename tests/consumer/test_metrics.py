@@ -27,7 +27,9 @@ class Clock:
         return self.now
 
 
-def test_rebalances_start_in_reconciling_and_end_at_acknowledging_or_stable() -> None:
+def test_a_rebalance_starts_in_reconciling_and_ends_when_the_member_is_stable_again() -> None:
+    """One reconciliation is one rebalance, however many steps it acknowledges on the way (a
+    revocation is acknowledged before the assignment that follows it)."""
     clock = Clock()
     metrics = ConsumerMetrics(clock=clock)
     assert math.isnan(metrics.snapshot()["rebalance-latency-avg"])
@@ -35,8 +37,10 @@ def test_rebalances_start_in_reconciling_and_end_at_acknowledging_or_stable() ->
     for before, after, advance in [
         (S.UNSUBSCRIBED, S.JOINING, 0.0),
         (S.JOINING, S.RECONCILING, 0.5),
-        (S.RECONCILING, S.ACKNOWLEDGING, 0.2),  # 200 ms
-        (S.ACKNOWLEDGING, S.STABLE, 0.1),  # not a rebalance end: it already ended
+        (S.RECONCILING, S.ACKNOWLEDGING, 0.2),  # the revocation acknowledged: still going
+        (S.ACKNOWLEDGING, S.RECONCILING, 0.1),  # the assignment that follows it
+        (S.RECONCILING, S.ACKNOWLEDGING, 0.1),
+        (S.ACKNOWLEDGING, S.STABLE, 0.1),  # 500 ms
         (S.STABLE, S.RECONCILING, 5.0),
         (S.RECONCILING, S.STABLE, 0.6),  # 600 ms
         (S.STABLE, S.RECONCILING, 1.0),
@@ -49,16 +53,31 @@ def test_rebalances_start_in_reconciling_and_end_at_acknowledging_or_stable() ->
     clock.now += 2.5
     values = metrics.snapshot()
     assert values["rebalance-total"] == 2
-    assert math.isclose(values["rebalance-latency-avg"], 400.0) and math.isclose(
+    assert math.isclose(values["rebalance-latency-avg"], 550.0) and math.isclose(
         values["rebalance-latency-max"], 600.0
     )
-    assert math.isclose(values["rebalance-latency-total"], 800.0)
+    assert math.isclose(values["rebalance-latency-total"], 1100.0)
     assert values["failed-rebalance-total"] == 1
     assert values["last-rebalance-seconds-ago"] == 4  # whole seconds since the second one ended
     clock.now += WINDOW_S + 1
     later = metrics.snapshot()
     assert math.isnan(later["rebalance-latency-avg"]) and later["rebalance-total"] == 2
     assert later["rebalance-rate-per-hour"] == 0
+
+
+def test_a_rebalance_acknowledged_before_the_member_leaves_is_complete_not_failed() -> None:
+    clock = Clock()
+    metrics = ConsumerMetrics(clock=clock)
+    for before, after in [
+        (S.JOINING, S.RECONCILING),
+        (S.RECONCILING, S.ACKNOWLEDGING),
+        (S.ACKNOWLEDGING, S.PREPARE_LEAVING),
+        (S.PREPARE_LEAVING, S.FENCED),
+    ]:
+        clock.now += 0.1
+        metrics.member_state_changed(before, after)
+    values = metrics.snapshot()
+    assert values["rebalance-total"] == 1 and values["failed-rebalance-total"] == 0
 
 
 def test_fetch_metrics_come_from_librdkafkas_statistics() -> None:
