@@ -128,17 +128,13 @@ class AIOConsumer:
                 and now < self._turn_due
             ):
                 # A short run before the next full check; work the member posts meanwhile (a
-                # revocation, a lost assignment) ends it at the next record. The run's records
-                # are counted once, at its end (or when the loop leaves it: break, close).
-                taken = 0
-                try:
-                    for _ in range(RECORDS_BETWEEN_CHECKS):
-                        if not buffer or self._member_work:
-                            break
-                        taken += 1
-                        yield popleft()
-                finally:
-                    self._polls += taken
+                # revocation, a lost assignment) ends it at the next record. Each record counts
+                # as a poll when it is handed out (a slow loop body is a slow poller).
+                for _ in range(RECORDS_BETWEEN_CHECKS):
+                    if not buffer or self._member_work:
+                        break
+                    self._polls += 1
+                    yield popleft()
                 continue
             message = await self.poll(None)
             if message is not None:
