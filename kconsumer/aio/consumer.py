@@ -51,6 +51,13 @@ log = logging.getLogger("kconsumer")
 MAX_BATCH = 1024
 #: How often a consumer that always finds records lets the loop run its other tasks.
 TURN_EVERY_S = 0.001
+#: `async for` hands out buffered records in runs between two full checks (group work, the poll
+#: note, the loop's turn): a run starts at `RECORDS_BETWEEN_CHECKS` records, doubles (up to
+#: `MAX_RUN`) while runs end within `QUICK_RUN_S` (a fast loop body: fewer checks per record) and
+#: halves once one takes longer than `SLOW_RUN_S` (a slow body: the checks come as often as before).
+MAX_RUN = 512
+QUICK_RUN_S = 0.0001
+SLOW_RUN_S = 0.0004
 #: The first and the longest sleep while no record is there.
 FIRST_IDLE_S = 0.0005
 MAX_IDLE_S = 0.005
@@ -70,9 +77,10 @@ class AIOConsumer:
         self._consumer = Consumer(config, logger=logger)
         engine = self._engine = self._consumer.engine
         self._app: ApplicationCore | None = engine.app
-        # Records handed out without a full check (the runtime tells the member of them), and
-        # whether the member queued work since the last check (set from its thread).
-        self._polls = 0
+        # Records this consumer put in the buffer so far: minus those still there, the records
+        # handed out (each a poll the runtime tells the member of, without a count kept per
+        # record); and whether the member queued work since the last check (set from its thread).
+        self._filled = 0
         self._member_work = False
         #: When the consumer next tells the member the application polled (monotonic seconds).
         self._next_poll_note = 0.0
@@ -81,7 +89,7 @@ class AIOConsumer:
         engine.drive_from(
             self,
             awaitable_callbacks=True,
-            unnoted_polls=lambda: self._polls,
+            unnoted_polls=lambda: self._filled - len(engine.buffer),
             on_member_work=self._on_member_work,
         )
         self._idle = FIRST_IDLE_S
@@ -116,24 +124,30 @@ class AIOConsumer:
         buffer = self._engine.buffer
         popleft = buffer.popleft
         monotonic = time.monotonic
+        run, run_started = RECORDS_BETWEEN_CHECKS, 0.0
         while True:
-            # The fast path: records already taken from librdkafka, no group work waiting, no
+            # The fast path: records buffered or queued by librdkafka, no group work waiting, no
             # poll to report and no turn to give the loop yet: the next one without `poll()`.
             now = monotonic()
             self._member_work = False  # before looking at the queue: work posted later sets it
             if (
-                buffer
-                and (app is None or (app.awaiting is None and app.idle()))
+                (app is None or (app.awaiting is None and app.idle()))
                 and now < self._next_poll_note
                 and now < self._turn_due
+                and (buffer or self._refill())
             ):
-                # A short run before the next full check; work the member posts meanwhile (a
+                took = now - run_started
+                if took < QUICK_RUN_S:
+                    run = min(run * 2, MAX_RUN)
+                elif took > SLOW_RUN_S:
+                    run = max(run // 2, RECORDS_BETWEEN_CHECKS)
+                run_started = now
+                # A run before the next full check; work the member posts meanwhile (a
                 # revocation, a lost assignment) ends it at the next record. Each record counts
-                # as a poll when it is handed out (a slow loop body is a slow poller).
-                for _ in range(RECORDS_BETWEEN_CHECKS):
+                # as a poll when it leaves the buffer (a slow loop body is a slow poller).
+                for _ in range(run):
                     if not buffer or self._member_work:
                         break
-                    self._polls += 1
                     yield popleft()
                 continue
             message = await self.poll(None)
@@ -201,6 +215,18 @@ class AIOConsumer:
                 return app.state.error_events.pop(0)
         return None
 
+    def _refill(self) -> bool:
+        """Buffer what librdkafka has queued, without waiting (False: nothing was). A poll batch,
+        as the blocking consumer's: small enough that taking one never sets off Python's garbage
+        collector (its first generation runs after 700 new objects)."""
+        batch = self._engine.fetcher.consume(POLL_BATCH, 0)
+        if not batch:
+            return False
+        self._engine.buffer.extend(batch)
+        self._filled += len(batch)
+        self._idle = FIRST_IDLE_S
+        return True
+
     async def _sleep_idle(self, deadline: float) -> bool:
         """Sleep a little (longer each time while idle); False once `deadline` passed."""
         remaining = deadline - time.monotonic()
@@ -217,20 +243,11 @@ class AIOConsumer:
         wait until one arrives). Runs pending rebalance callbacks and raises pending errors first."""
         deadline = _deadline(timeout)
         buffer = self._engine.buffer
-        fetcher = self._engine.fetcher
         while True:
             event = await self._step()
             if event is not None:
                 return event
-            if buffer:
-                self._idle = FIRST_IDLE_S
-                return buffer.popleft()
-            # A poll batch, as the blocking consumer's: small enough that taking one never sets
-            # off Python's garbage collector (its first generation runs after 700 new objects).
-            batch = fetcher.consume(POLL_BATCH, 0)
-            if batch:
-                self._idle = FIRST_IDLE_S
-                buffer.extend(batch)
+            if buffer or self._refill():
                 return buffer.popleft()
             if not await self._sleep_idle(deadline):
                 return None
