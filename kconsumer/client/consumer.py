@@ -32,15 +32,11 @@ from .local_assignors import LocalAssignors
 from .member.events import CommittedOffsetsQuery, Subscribe
 from .member.queries import QueryTimedOutError
 from .offset_arguments import offsets_argument, partition_argument, partitions_argument
-from .runtime.member_runtime import MemberRuntime
+from .runtime.member_runtime import IDLE_SLICE_S, MemberRuntime
 from .subscription import SubscriptionPattern, parse_subscription
 
 log = logging.getLogger("kconsumer")
 
-#: Longest time poll() waits inside librdkafka before checking for rebalance work.
-IDLE_SLICE_S = 0.05
-#: The same while a rebalance is under way.
-BUSY_SLICE_S = 0.005
 #: Buffered records poll() (and asyncio's ``async for``) hands out between two full checks for
 #: group work; work the member posts (callbacks, a lost assignment) still ends the run at once.
 RECORDS_BETWEEN_CHECKS = 32
@@ -233,10 +229,12 @@ class Consumer(HandleFacade):
         self._check_at = polls + RECORDS_BETWEEN_CHECKS
         if buffer:
             return buffer.popleft()
-        if timeout is not None and 0 <= timeout <= IDLE_SLICE_S:
+        runtime = self._runtime
+        first_slice = IDLE_SLICE_S if runtime is None else runtime.wait_slice(_monotonic())
+        if timeout is not None and 0 <= timeout <= first_slice:
             return self._rd_poll(timeout)
         deadline = _deadline(timeout)
-        message = self._rd_poll(IDLE_SLICE_S)
+        message = self._rd_poll(first_slice)
         if message is not None:
             return message
         while True:
@@ -251,8 +249,8 @@ class Consumer(HandleFacade):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            busy = self._runtime is not None and self._runtime.busy
-            message = self._rd_poll(min(remaining, BUSY_SLICE_S if busy else IDLE_SLICE_S))
+            slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(_monotonic())
+            message = self._rd_poll(min(remaining, slice_s))
             if message is not None:
                 return message
 
@@ -287,7 +285,7 @@ class Consumer(HandleFacade):
                 remaining = deadline - now
                 if remaining <= 0:
                     return []
-            slice_s = BUSY_SLICE_S if runtime is not None and runtime.busy else IDLE_SLICE_S
+            slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(now)
             messages: list[Message] = self._rd_consume(
                 num_messages, remaining if remaining < slice_s else slice_s
             )

@@ -51,6 +51,12 @@ BUSY_STATES = frozenset(
     }
 )
 
+#: Longest time the application waits inside librdkafka before looking for the member's work,
+#: while the member can post none (nothing in flight, no timer due: see `wait_slice`).
+IDLE_SLICE_S = 0.05
+#: The same while a rebalance is under way or an answer that may bring work is awaited.
+BUSY_SLICE_S = 0.005
+
 #: Requests whose round trip the metrics record, by kind.
 _TIMED: dict[int, str] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "heartbeat",
@@ -60,6 +66,18 @@ _TIMED: dict[int, str] = {
 
 #: Builds a query event from its token and deadline (milliseconds on the loop's clock).
 QueryFactory = Callable[[int, int], Event]
+
+
+_INFINITY = float("inf")
+
+
+def wait_slice(state: MemberState, quiet_until: float, now: float) -> float:
+    """`MemberRuntime.wait_slice`'s rule: `quiet_until` is when the member may next post work
+    (0 while a request is in flight)."""
+    if state in BUSY_STATES:
+        return BUSY_SLICE_S
+    quiet = quiet_until - now
+    return IDLE_SLICE_S if quiet >= IDLE_SLICE_S else max(quiet, BUSY_SLICE_S)
 
 
 def _now_ms(loop: asyncio.AbstractEventLoop) -> int:
@@ -103,6 +121,10 @@ class MemberRuntime:
         self._session: MemberSession | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: When (loop clock = monotonic seconds) the timer fires next, and until when the member
+        #: can post no work: nothing in flight, no timer before then (0: something is in flight).
+        self._timer_at = _INFINITY
+        self._quiet_until = 0.0
         self._answers: dict[int, concurrent.futures.Future[Any]] = {}
         self._tokens = 0
         self._closed = False
@@ -120,10 +142,14 @@ class MemberRuntime:
 
     # -- application-thread API ---------------------------------------------------------------
 
-    @property
-    def busy(self) -> bool:
-        """A rebalance or leave is under way (the application should poll in short slices)."""
-        return self.state in BUSY_STATES
+    def wait_slice(self, now: float) -> float:
+        """How long (seconds) the application may wait inside librdkafka, from `now` (monotonic),
+        before looking for the member's work again: `BUSY_SLICE_S` while a rebalance or leave
+        is under way or a request the member sent is unanswered (its answer may bring work:
+        a new assignment after a member left), else up to the member's next timer (which sends
+        the next heartbeat), at most `IDLE_SLICE_S`. librdkafka's wait cannot be woken from
+        another thread; ending it where work can appear is what makes callbacks prompt."""
+        return wait_slice(self.state, self._quiet_until, now)
 
     def post(self, event: Event) -> None:
         """Hand an event to the session (thread-safe; handled on the background loop)."""
@@ -192,6 +218,10 @@ class MemberRuntime:
         for effect in effects:
             _EXECUTE[type(effect)](self, effect)
         self._arm_timer(loop, session.next_deadline(now))
+        self._note_quiet()
+
+    def _note_quiet(self) -> None:
+        self._quiet_until = 0.0 if self._tasks else self._timer_at
 
     def _unnoted_polls(self, session: MemberSession, now: int) -> list[Effect]:
         """A `Poll` for the polls the application made since the last tick without telling the
@@ -208,8 +238,10 @@ class MemberRuntime:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._timer_at = _INFINITY
         if deadline_ms is not None and not self._closed:
-            self._timer = loop.call_at(deadline_ms / 1000, self._handle, Tick())
+            self._timer_at = deadline_ms / 1000
+            self._timer = loop.call_at(self._timer_at, self._handle, Tick())
 
     def _spawn(self, coroutine: Any) -> None:
         if self._closed:
@@ -221,6 +253,7 @@ class MemberRuntime:
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._note_quiet()
         if not task.cancelled() and task.exception() is not None:
             log.error("kconsumer runtime task failed", exc_info=task.exception())
 

@@ -1,0 +1,113 @@
+"""The blocking consumer waits inside librdkafka in slices (librdkafka's wait cannot be woken
+from another thread): short ones while the member may post work (a rebalance under way, a
+request in flight), long ones only while it cannot, ending at its next timer. A new assignment
+brought by a heartbeat answer therefore reaches the application's callback within a short
+slice, not after the rest of a long one (it took 25-45 ms with 50 ms slices)."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import threading
+import time
+from typing import Any
+
+import pytest
+from consumer_harness import wait_until
+
+from kconsumer import Consumer
+from kconsumer.client.member.state import MemberState
+from kconsumer.client.runtime.member_runtime import BUSY_SLICE_S, IDLE_SLICE_S, wait_slice
+from kconsumer.testing import ReferenceCluster
+
+S = MemberState
+
+
+def test_short_slices_while_work_may_come_long_ones_up_to_the_next_timer() -> None:
+    now = 100.0
+    for state in (S.JOINING, S.RECONCILING, S.ACKNOWLEDGING, S.LEAVING):
+        assert wait_slice(state, now + 60, now) == BUSY_SLICE_S  # a rebalance or leave under way
+    assert wait_slice(S.STABLE, 0.0, now) == BUSY_SLICE_S  # a request in flight
+    assert wait_slice(S.STABLE, now + 60, now) == IDLE_SLICE_S  # nothing before a minute
+    assert wait_slice(S.STABLE, now + 0.02, now) == pytest.approx(0.02)  # until the next heartbeat
+    assert wait_slice(S.STABLE, now + 0.001, now) == BUSY_SLICE_S  # never shorter than a short one
+    assert wait_slice(S.STABLE, now - 1, now) == BUSY_SLICE_S  # a timer overdue: it sends now
+
+
+class _AssignmentAnswers(logging.Handler):
+    """The monotonic times of the heartbeat answers that brought `client`'s member partitions
+    (from the ``kconsumer.trace`` lines of its thread)."""
+
+    def __init__(self, client: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.thread = f"kconsumer-{client}"
+        self.times: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        event, _, effects = message.partition("->")
+        if (
+            record.threadName == self.thread
+            and "HeartbeatResponseReceived" in event
+            and "InvokeCallback" in effects
+        ):
+            self.times.append(time.monotonic())
+
+
+def _hand_back(settings: dict[str, Any], assigned: list[float], answers: _AssignmentAnswers) -> float:
+    """Another member takes two partitions and leaves; the seconds from the heartbeat answer that
+    gave them back to the waiting member to its assignment callback."""
+    other = Consumer({**settings, "client.id": "other"})
+    other.subscribe(["slices"])
+    wait_until(
+        lambda: len(other.assignment()) == 2, before=lambda: other.poll(0.05), what="the other member's two"
+    )
+    count = len(assigned)
+    other.close()  # its partitions come back with the waiting member's next heartbeat
+    wait_until(lambda: len(assigned) > count, what="the two partitions back")
+    answered = [t for t in answers.times if t <= assigned[-1]]
+    return assigned[-1] - answered[-1]
+
+
+@pytest.mark.timing  # a latency bound: run on a quiet machine (tests/run_all.py)
+def test_an_assignment_reaches_the_callback_of_a_consumer_waiting_in_consume() -> None:
+    answers = _AssignmentAnswers("waiting")
+    trace = logging.getLogger("kconsumer.trace")
+    trace.addHandler(answers)
+    level = trace.level
+    trace.setLevel(logging.DEBUG)
+    assigned: list[float] = []
+    stop = threading.Event()
+    try:
+        # 530 ms: not a multiple of the 50 ms slices, so the answers land anywhere in them.
+        with ReferenceCluster(heartbeat_interval_ms=530, session_timeout_ms=6000) as cluster:
+            cluster.create_topic("slices", 4)
+            settings: dict[str, Any] = {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "slices",
+                "auto.offset.reset": "earliest",
+            }
+            waiting = Consumer({**settings, "client.id": "waiting"})
+
+            def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+                if partitions:
+                    assigned.append(time.monotonic())
+
+            waiting.subscribe(["slices"], on_assign=on_assign)
+
+            def loop() -> None:
+                while not stop.is_set():
+                    waiting.consume(500, 1.0)
+
+            thread = threading.Thread(target=loop, daemon=True)
+            thread.start()
+            wait_until(lambda: len(waiting.assignment()) == 4, what="all four partitions")
+            delays = [_hand_back(settings, assigned, answers) for _ in range(5)]
+            stop.set()
+            thread.join(5)
+            waiting.close()
+    finally:
+        stop.set()
+        trace.removeHandler(answers)
+        trace.setLevel(level)
+    assert statistics.median(delays) < 0.012, delays
