@@ -37,7 +37,6 @@ same everywhere: see `TIMERS`.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import threading
@@ -49,6 +48,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import GroupTimers, broker, log
+from .member_trace import TRACE_VARIABLE, trace_callbacks
 from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
 
 #: (name, broker, client kind) in report order.
@@ -103,47 +103,6 @@ def _client_config(kind: str, bootstrap: str, group: str, instance_id: str | Non
     return config
 
 
-#: Set to a folder, each kconsumer member writes its member's trace there (``<name>.log``: the
-#: ``kconsumer.trace`` lines, each event and effect of the member with its monotonic time, and
-#: its callbacks): the hand-over of a rebalance request by request, on the parent's clock.
-TRACE_VARIABLE = "KCONSUMER_BENCH_TRACE"
-
-
-def _trace_to(directory: str, name: str) -> logging.Logger:
-    """Send the ``kconsumer`` and ``kconsumer.trace`` logs of this process to `directory`/`name`.log
-    with monotonic times; returns the trace logger."""
-
-    class Monotonic(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            record.monotonic = time.monotonic()
-            return True
-
-    handler = logging.FileHandler(os.path.join(directory, f"{name}.log"))
-    handler.addFilter(Monotonic())
-    handler.setFormatter(logging.Formatter("%(monotonic).4f %(threadName)s %(message)s"))
-    trace = logging.getLogger("kconsumer.trace")
-    trace.setLevel(logging.DEBUG)
-    kconsumer = logging.getLogger("kconsumer")
-    kconsumer.setLevel(logging.INFO)
-    kconsumer.addHandler(handler)  # the trace logger's records reach it too
-    return trace
-
-
-def _traced(callback: Any, trace: logging.Logger) -> Any:
-    """`callback` (a report factory) whose reports are traced too."""
-
-    def traced(what: str) -> Any:
-        report = callback(what)
-
-        def both(consumer: Any, partitions: list[Any]) -> None:
-            trace.debug("callback %s %s", what, [tp.partition for tp in partitions])
-            report(consumer, partitions)
-
-        return both
-
-    return traced
-
-
 def _member(
     conn: Connection, kind: str, bootstrap: str, group: str, name: str, instance_id: str | None
 ) -> None:
@@ -168,7 +127,7 @@ def _member(
         return
     trace_dir = os.environ.get(TRACE_VARIABLE)
     if trace_dir and kind == "kconsumer":
-        callback = _traced(callback, _trace_to(trace_dir, name))
+        callback = trace_callbacks(callback, trace_dir, name)
     if kind == "java-consumer":
         _java_member(send, conn, bootstrap, group, name, instance_id)
         return

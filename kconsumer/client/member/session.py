@@ -25,7 +25,6 @@ so the core never sees an event while its previous effects are still being execu
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -88,11 +87,9 @@ from .offset_requests import commit_error, fetch_result
 from .queries import Queries
 from .state import MemberState, log_transition
 from .steps import SessionStep
+from .trace import trace, trace_step
 
 log = logging.getLogger("kconsumer")
-#: At DEBUG, one line per event the member's core handles and per effect it asks for, with the
-#: session's clock: the member's side of a rebalance, request by request (``kconsumer.trace``).
-trace = logging.getLogger("kconsumer.trace")
 
 #: The member core speaks ConsumerGroupHeartbeat v1 at most.
 HEARTBEAT_MAX_VERSION = 1
@@ -202,7 +199,7 @@ class MemberSession:
         before = core.state
         effects = core.handle(event, self._now)
         if trace.isEnabledFor(logging.DEBUG):
-            trace.debug("%d event %s -> %s", self._now, _describe(event), [_describe(e) for e in effects])
+            trace_step(self._now, event, effects)
         if core.state is not before:
             log_transition(self.config.group_id, core.member_id, before, core.state, core.member_epoch)
             if self._on_state_change is not None:
@@ -578,24 +575,3 @@ _ANSWERS: dict[type[Call], Callable[[MemberSession, Node, Any, Message], None]] 
 
 __all__ = ["HEARTBEAT_MAX_VERSION", "AnswerQuery", "MemberSession"]
 
-
-def _describe(item: object) -> str:
-    """A trace line's short form of an event or effect: its type, its scalar fields, a nested
-    request's or response's epoch and error code, and the sizes of its collections."""
-    parts: list[str] = []
-    for field in dataclasses.fields(item) if dataclasses.is_dataclass(item) else ():
-        value = getattr(item, field.name)
-        if value is None or isinstance(value, (bool, int, str)):
-            parts.append(f"{field.name}={value}")
-        elif isinstance(value, (tuple, list, set, frozenset, dict)):
-            parts.append(f"{field.name}#{len(value)}")
-        else:
-            for name in ("member_epoch", "error_code"):
-                if isinstance(getattr(value, name, None), int):
-                    parts.append(f"{name}={getattr(value, name)}")
-            for name in ("assignment", "topic_partitions"):
-                held = getattr(value, name, None)
-                held = getattr(held, "topic_partitions", held)
-                if isinstance(held, list):
-                    parts.append(f"{name}={sum(len(getattr(t, 'partitions', ())) for t in held)}")
-    return f"{type(item).__name__}({', '.join(parts)})"

@@ -1,0 +1,52 @@
+"""The rebalance benchmark's member trace (``KCONSUMER_BENCH_TRACE``): each kconsumer member
+process writes the ``kconsumer.trace`` lines of its member, and its callbacks, with monotonic
+times (the parent's reports use the same clock), so a hand-over can be read request by request."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+#: Set to a folder, each kconsumer member writes its member's trace there (``<name>.log``: the
+#: ``kconsumer.trace`` lines, each event and effect of the member with its monotonic time, and
+#: its callbacks): the hand-over of a rebalance request by request, on the parent's clock.
+TRACE_VARIABLE = "KCONSUMER_BENCH_TRACE"
+
+
+def _trace_to(directory: str, name: str) -> logging.Logger:
+    """Send the ``kconsumer`` and ``kconsumer.trace`` logs of this process to `directory`/`name`.log
+    with monotonic times; returns the trace logger."""
+
+    class Monotonic(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.monotonic = time.monotonic()
+            return True
+
+    handler = logging.FileHandler(os.path.join(directory, f"{name}.log"))
+    handler.addFilter(Monotonic())
+    handler.setFormatter(logging.Formatter("%(monotonic).4f %(threadName)s %(message)s"))
+    trace = logging.getLogger("kconsumer.trace")
+    trace.setLevel(logging.DEBUG)
+    kconsumer = logging.getLogger("kconsumer")
+    kconsumer.setLevel(logging.INFO)
+    kconsumer.addHandler(handler)  # the trace logger's records reach it too
+    return trace
+
+
+def trace_callbacks(callback: Any, directory: str, name: str) -> Any:
+    """Start tracing this member process to `directory`/`name`.log; returns `callback` (a
+    report factory) whose reports are traced too."""
+    trace = _trace_to(directory, name)
+
+    def traced(what: str) -> Any:
+        report = callback(what)
+
+        def both(consumer: Any, partitions: list[Any]) -> None:
+            trace.debug("callback %s %s", what, [tp.partition for tp in partitions])
+            report(consumer, partitions)
+
+        return both
+
+    return traced
