@@ -76,6 +76,17 @@ METRICS: dict[str, tuple[str, str]] = {
     "records-lag-max": ("1", "largest lag (end of log minus position) of an owned partition"),
 }
 
+#: The metrics that come from librdkafka's statistics of the fetch handle.
+_FETCH_NAMES = (
+    "records-consumed-total",
+    "bytes-consumed-total",
+    "records-consumed-rate",
+    "bytes-consumed-rate",
+    "fetch-latency-avg",
+    "fetch-latency-max",
+    "records-lag-max",
+)
+
 #: States in which a rebalance in progress has failed (Kafka: transitionToFenced / ToFatal).
 _FAILING_STATES = frozenset({MemberState.FENCED, MemberState.FATAL, MemberState.STALE})
 
@@ -143,7 +154,9 @@ class ConsumerMetrics:
         self._last_heartbeat_sent: float | None = None
         self._commit = WindowedStat()
         self._callbacks = {kind: WindowedStat() for kind in ("assigned", "revoked", "lost")}
-        self._fetch: dict[str, float] = {}
+        #: The fetch metrics of librdkafka's last statistics report: NaN until the first one (and
+        #: always with statistics.interval.ms=0), so every name is there from the start.
+        self._fetch: dict[str, float] = dict.fromkeys(_FETCH_NAMES, NAN)
         self._received: tuple[float, int, int] | None = None  # (time, records, bytes) of the last report
         #: The member's epoch (set by the member's runtime).
         self.member_epoch: Callable[[], int] = lambda: 0

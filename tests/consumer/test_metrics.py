@@ -268,3 +268,9 @@ def test_membership_changes_log_one_structured_info_line_and_partitions_at_debug
     assert not any("logged', 0" in text for text in infos)  # no partition list above DEBUG
     debug = [r.getMessage() for r in client if r.levelno == logging.DEBUG]
     assert any("start fetching [('logged', 0), ('logged', 1)]" in text for text in debug)
+
+
+def test_every_fetch_metric_is_there_before_the_first_statistics_report() -> None:
+    values = ConsumerMetrics(clock=Clock()).snapshot()
+    for name in ("records-consumed-total", "records-consumed-rate", "fetch-latency-avg", "records-lag-max"):
+        assert math.isnan(values[name]), name
