@@ -40,16 +40,18 @@ def test_the_exporter_reports_what_metrics_says(backend: str) -> None:
             config(cluster.bootstrap_servers, "observed-group", statistics_interval_ms=100, client_id="svc")
         )
         exporter = export_metrics(consumer, provider)
-        consumer.subscribe(["observed"])
-        committed: list[Message] = []
-
-        def commit(message: Message) -> None:
-            consumer.commit(message=message, asynchronous=False)
-            committed.append(message)
-
-        poll_until(consumer, lambda: len(committed) >= 20, timeout=20, on_record=commit)
-        wait_until(lambda: consumer.poll(0.05) is None and consumer.metrics()["records-consumed-total"] >= 20)
         try:
+            consumer.subscribe(["observed"])
+            committed: list[Message] = []
+
+            def commit(message: Message) -> None:
+                consumer.commit(message=message, asynchronous=False)
+                committed.append(message)
+
+            poll_until(consumer, lambda: len(committed) >= 20, timeout=20, on_record=commit)
+            wait_until(
+                lambda: consumer.poll(0.05) is None and consumer.metrics()["records-consumed-total"] >= 20
+            )
             time.sleep(0.6)  # past the exporter's reuse of one reading
             points = collected(reader)
             expected = consumer.metrics()
