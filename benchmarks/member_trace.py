@@ -1,6 +1,8 @@
-"""The rebalance benchmark's member trace (``KCONSUMER_BENCH_TRACE``): each kconsumer member
-process writes the ``kconsumer.trace`` lines of its member, and its callbacks, with monotonic
-times (the parent's reports use the same clock), so a hand-over can be read request by request."""
+"""The rebalance benchmark's member trace (``KCONSUMER_BENCH_TRACE``): each member process
+writes its callbacks and, for kconsumer, the ``kconsumer.trace`` lines of its member, with
+monotonic times (the parent's reports use the same clock); a confluent-kafka member writes
+librdkafka's group and protocol debug lines beside them. A hand-over reads request by request,
+for both clients."""
 
 from __future__ import annotations
 
@@ -50,3 +52,18 @@ def trace_callbacks(callback: Any, directory: str, name: str) -> Any:
         return both
 
     return traced
+
+
+def librdkafka_trace(directory: str, name: str) -> dict[str, Any]:
+    """For a confluent-kafka member: librdkafka's own log lines (group and protocol debugging:
+    every request sent and answer received) go to `directory`/`name`.rdkafka.log, the process's
+    standard error, written by librdkafka's threads as they happen (wall-clock times; the file's
+    first line gives this process's monotonic clock minus the wall clock, to set them beside the
+    reports). Returns the settings to add to the consumer's configuration."""
+    path = os.path.join(directory, f"{name}.rdkafka.log")
+    with open(path, "w") as out:
+        out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+    return {"debug": "cgrp,protocol"}

@@ -48,7 +48,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import GroupTimers, broker, log
-from .member_trace import TRACE_VARIABLE, trace_callbacks
+from .member_trace import TRACE_VARIABLE, librdkafka_trace, trace_callbacks
 from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
 
 #: (name, broker, client kind) in report order.
@@ -126,13 +126,16 @@ def _member(
     if conn.recv() != ("start",):
         return
     trace_dir = os.environ.get(TRACE_VARIABLE)
-    if trace_dir and kind == "kconsumer":
+    traced: dict[str, Any] = {}
+    if trace_dir and kind != "java-consumer":
         callback = trace_callbacks(callback, trace_dir, name)
+        if kind != "kconsumer":
+            traced = librdkafka_trace(trace_dir, name)
     if kind == "java-consumer":
         _java_member(send, conn, bootstrap, group, name, instance_id)
         return
     factory = Consumer if kind == "kconsumer" else ck.Consumer
-    consumer = factory(_client_config(kind, bootstrap, group, instance_id))
+    consumer = factory({**_client_config(kind, bootstrap, group, instance_id), **traced})
     consumer.subscribe(
         [TOPIC], on_assign=callback("assign"), on_revoke=callback("revoke"), on_lost=callback("lost")
     )
