@@ -150,3 +150,29 @@ def test_a_failure_tells_the_history_of_the_partition_it_names() -> None:
     assert f"history of {P0}:" in story
     assert "a: 0.000 (committed None) to " in story and "revoked (committed 2), read 0..1 (2)" in story
     assert "c: " in story and "(committed 2) to open (committed None), read 0..0 (1)" in story
+
+
+def test_a_re_read_in_one_assignment_fails_but_for_a_rereading_peer() -> None:
+    for rereading, fails in ((set(), True), ({"peer"}, False)):
+        ledger = Ledger(lambda keys: dict.fromkeys(keys), rereading_peers=rereading)
+        ledger.assigned("peer", [P0])
+        for offset in (0, 1, 0, 1, 2):  # librdkafka started the partition over
+            ledger.received("peer", record(offset))
+        if fails:
+            with pytest.raises(AssertionError, match="twice in one assignment"):
+                ledger.check({P0: [0, 1, 2]})
+        else:
+            ledger.check({P0: [0, 1, 2]})
+            assert ledger.tolerated == [
+                "peer received ('t', 0)@0 twice in one assignment",
+                "peer received ('t', 0)@1 twice in one assignment",
+            ]
+
+
+def test_a_rereading_peer_still_may_not_lose_a_record() -> None:
+    ledger = Ledger(lambda keys: dict.fromkeys(keys), rereading_peers={"peer"})
+    ledger.assigned("peer", [P0])
+    ledger.received("peer", record(0))
+    ledger.received("peer", record(2))
+    with pytest.raises(AssertionError, match="never consumed"):
+        ledger.check({P0: [0, 1, 2]})

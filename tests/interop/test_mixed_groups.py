@@ -45,7 +45,9 @@ def test_four_implementations_share_a_group_and_hand_partitions_over(
 ) -> None:
     cluster.create_topic(TOPIC, PARTITIONS)
     feeder = feeders(cluster, TOPIC, batch=1, every=0.05)
-    ledger = Ledger(cluster_committed(cluster, GROUP))
+    # librdkafka's KIP-848 consumer re-reads a partition from its start now and then (against
+    # Apache Kafka 4.4 too): tolerated for it alone (Ledger.rereading_peers), never for kconsumer.
+    ledger = Ledger(cluster_committed(cluster, GROUP), rereading_peers={"confluent"})
     ledger.sample_group(cluster, GROUP)
     bootstrap = cluster.bootstrap_servers
 
