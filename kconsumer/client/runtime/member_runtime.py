@@ -122,9 +122,10 @@ class MemberRuntime:
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: When (loop clock = monotonic seconds) the timer fires next, and until when the member
-        #: can post no work: nothing in flight, no timer before then (0: something is in flight).
+        #: can post no work: nothing in flight, no timer before then (0: something is in flight;
+        #: a member that never sent anything, such as a consumer that only assigns, is quiet).
         self._timer_at = _INFINITY
-        self._quiet_until = 0.0
+        self._quiet_until = _INFINITY
         self._answers: dict[int, concurrent.futures.Future[Any]] = {}
         self._tokens = 0
         self._closed = False
