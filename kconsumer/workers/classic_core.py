@@ -48,7 +48,7 @@ from ..protocol.messages.classic_group import (
     SyncGroupResponse,
 )
 from ..protocol.schema import Message
-from .core import RETRIABLE, CallbackKind, Failed, RunCallback, WorkerState, owed_on_lost
+from .core import RETRIABLE, CallbackKind, Failed, RunCallback, WorkerState, lost_owed
 from .core import TRANSITIONS as _TRANSITIONS
 
 _S = WorkerState
@@ -268,8 +268,10 @@ class ClassicWorkerCore:
             self.owned = self.owned - done.units
         if self.state == _S.LEAVING:
             return self._leave_steps(now_ms)
-        if self.state in (_S.FAILED, _S.CLOSED):
-            return self._stop_after_failure() if self.state == _S.FAILED else []
+        if self.state == _S.FAILED:
+            return self._stop_after_failure()
+        if self.state == _S.CLOSED:
+            return []
         if self.state == _S.LOSING:
             if self.owned:
                 self._running = RunCallback(CallbackKind.LOST, self.owned)
@@ -451,8 +453,11 @@ class ClassicWorkerCore:
         return [*self._stop_after_failure(), self.error]
 
     def _stop_after_failure(self) -> list[ClassicEffect]:
-        running, self._running = self._running, owed_on_lost(self._running, self.owned)
-        return [self._running] if self._running is not None and running is None else []
+        lost = lost_owed(self._running, self.owned)
+        if lost is None:
+            return []
+        self._running = lost
+        return [lost]
 
     def _join(self, now_ms: int) -> SendClassic:
         self._go(_S.JOINING)

@@ -284,8 +284,10 @@ class WorkerCore:
             self.owned = self.owned - done.units
         if self.state == _S.LEAVING:
             return self._leave_steps(now_ms)
-        if self.state in (_S.FAILED, _S.CLOSED):
-            return self._stop_after_failure() if self.state == _S.FAILED else []
+        if self.state == _S.FAILED:
+            return self._stop_after_failure()
+        if self.state == _S.CLOSED:
+            return []
         if self.state == _S.LOSING and done.kind is not CallbackKind.LOST and self.owned:
             self._running = RunCallback(CallbackKind.LOST, self.owned)  # lost while it ran
             return [self._running]
@@ -399,8 +401,11 @@ class WorkerCore:
         return [*self._stop_after_failure(), self.error]
 
     def _stop_after_failure(self) -> list[Effect]:
-        running, self._running = self._running, owed_on_lost(self._running, self.owned)
-        return [self._running] if self._running is not None and running is None else []
+        lost = lost_owed(self._running, self.owned)
+        if lost is None:
+            return []
+        self._running = lost
+        return [lost]
 
     def _send(self, epoch: int, now_ms: int) -> SendHeartbeat:
         """The next heartbeat: unchanged fields are left out (null), unless a full one is due."""
@@ -429,11 +434,11 @@ class WorkerCore:
         return SendHeartbeat(request)
 
 
-def owed_on_lost(running: RunCallback | None, owned: WorkUnits) -> RunCallback | None:
-    """The callback a failed worker still runs: the one running (it finishes first, and the
-    core asks again when it is done), else ``on_lost`` for what it runs, or none."""
+def lost_owed(running: RunCallback | None, owned: WorkUnits) -> RunCallback | None:
+    """The ``on_lost`` a failed worker starts now for what it runs: none while a callback runs
+    (it finishes first, and the core asks again when it is done) or when it runs nothing."""
     if running is not None or not owned:
-        return running
+        return None
     return RunCallback(CallbackKind.LOST, owned)
 
 
