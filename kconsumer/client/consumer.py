@@ -37,8 +37,9 @@ from .subscription import SubscriptionPattern, parse_subscription
 
 log = logging.getLogger("kconsumer")
 
-#: Buffered records poll() (and asyncio's ``async for``) hands out between two full checks for
-#: group work; work the member posts (callbacks, a lost assignment) still ends the run at once.
+#: Buffered records poll() hands out between two full checks for group work (asyncio's ``async
+#: for`` starts its runs at this length); work the member posts (callbacks, a lost assignment)
+#: still ends the run at once.
 RECORDS_BETWEEN_CHECKS = 32
 _monotonic = time.monotonic
 _INFINITY = float("inf")
@@ -246,10 +247,11 @@ class Consumer(HandleFacade):
                     app.run()
                     if app.state.error_events:
                         return app.state.error_events.pop(0)
-            remaining = deadline - time.monotonic()
+            now = _monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 return None
-            slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(_monotonic())
+            slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(now)
             message = self._rd_poll(min(remaining, slice_s))
             if message is not None:
                 return message

@@ -56,6 +56,7 @@ class Ledger:
         at-least-once allows it, and every loss check still applies to them."""
         self.zombies = zombies
         self.rereading_peers = frozenset(rereading_peers)
+        #: The re-reads of `rereading_peers` the last `check` found.
         self.tolerated: list[str] = []
         self._lock = threading.RLock()
         self._committed = committed
@@ -252,12 +253,13 @@ class Ledger:
 
     def _check_offsets(self, exactly_once_moves: bool) -> list[str]:
         problems: list[str] = []
+        tolerated: list[str] = []
         seen: dict[Key, set[int]] = {}
         in_interval: dict[int, set[int]] = {}
         for member, key, offset, interval in self.receipts:
             earlier = seen.setdefault(key, set())
             mine = in_interval.setdefault(id(interval), set())
-            found = problems if member not in self.rereading_peers else self.tolerated
+            found = problems if member not in self.rereading_peers else tolerated
             if offset in mine:
                 found.append(f"{member} received {key}@{offset} twice in one assignment")
             mine.add(offset)
@@ -291,6 +293,7 @@ class Ledger:
                         f"{key}: {previous.member} committed {previous.committed_at_end} when revoked, "
                         f"but {interval.member} found {interval.committed_at_start}"
                     )
+        self.tolerated = tolerated  # this check's (a second check does not add them again)
         return problems
 
 

@@ -574,4 +574,3 @@ _ANSWERS: dict[type[Call], Callable[[MemberSession, Node, Any, Message], None]] 
 }
 
 __all__ = ["HEARTBEAT_MAX_VERSION", "AnswerQuery", "MemberSession"]
-
