@@ -19,7 +19,7 @@ if ROOT not in sys.path:  # `benchmarks` is a top-level folder, not part of the 
     sys.path.insert(0, ROOT)
 
 from benchmarks import __main__ as cli  # noqa: E402
-from benchmarks import coordinator_scale, rebalance_measure, report  # noqa: E402
+from benchmarks import async_iteration, coordinator_scale, rebalance_measure, report  # noqa: E402
 from benchmarks.common import broker, machine  # noqa: E402
 
 
@@ -35,6 +35,11 @@ def test_coordinator_pieces_on_a_small_group() -> None:
     assert len(rows) == 4 and all(r.ms > 0 for r in rows)
     result = coordinator_scale.heartbeats(members=200, ratio=2, topics=10, rounds=1)
     assert result.heartbeats_per_s > 0 and result.bytes_per_member > 0
+
+
+def test_every_async_iteration_form_hands_out_every_record() -> None:
+    best = async_iteration.measure(records=2_000, repetitions=1)
+    assert set(best) == set(async_iteration.forms(1)) and all(0 < ns < 1e6 for ns in best.values())
 
 
 def test_rebalance_measures_from_an_event_log() -> None:
