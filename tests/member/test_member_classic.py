@@ -416,3 +416,21 @@ def test_a_returning_static_leader_rebalances_a_stale_group_assignment() -> None
         not isinstance(e, ClassicResponseReceived) or e.error is ErrorCode.NONE
         for e in metadata_learnt(fine, cluster, StrategyRuns(None)).events
     )
+
+
+def test_an_assignment_whose_topic_ids_could_not_be_read_is_not_resolved_later() -> None:
+    """Simulation seed 1301784 (mixed): a SyncGroup answer named t2; the Metadata asked for its id
+    timed out, and the retry was answered after t2 had been deleted and created again, so the
+    member fetched the new t2's partition, which nobody had given it. A failed lookup of the
+    assigned names makes the member join again; it is never sent again."""
+    from kconsumer.client.member.calls import ForClassic, MetadataCall
+    from kconsumer.client.member.classic_routes import StrategyRuns, metadata_learnt
+    from kconsumer.client.member.cluster import ClusterView
+    from kconsumer.client.member.effects import Node
+
+    cluster = ClusterView((Node("localhost", 9092),))
+    assigned = ForClassic(7, names={"t2": [0]})
+    step = metadata_learnt(assigned, cluster, StrategyRuns(None), failed=True)
+    assert not any(isinstance(call, MetadataCall) for call in step.to_any)
+    [event] = step.events
+    assert isinstance(event, ClassicResponseReceived) and event.error is ErrorCode.REBALANCE_IN_PROGRESS

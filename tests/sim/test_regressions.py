@@ -191,10 +191,14 @@ def test_watched_seed_passes(seed: int) -> None:
 #: conversion's generation: the join that converts a group also bumps its epoch, and members of
 #: the converted generation are no zombies for that. 7300490: a conversion carried a partition the
 #: member's topic no longer had (deleted and created again smaller) into its assignment and target
-#: (`liveness`; unit test in `tests/coordinator/test_group_migration.py`).
+#: (`liveness`; unit test in `tests/coordinator/test_group_migration.py`). 1301784: a classic
+#: member resolved its assignment's topic names with a Metadata retry answered after a topic was
+#: deleted and created again, and fetched the new topic's partition (`fetch-not-owner`); a failed
+#: lookup of assigned names now makes it join again (unit test in
+#: `tests/member/test_member_classic.py`).
 MIXED_HARNESS_SEEDS = [
     *(4692062, 4692598, 8796788, 8797044, 9700747, 9701691),
-    *(1220779, 1221765, 1240335, 5445332, 1271499, 7300490),
+    *(1220779, 1221765, 1240335, 5445332, 1271499, 7300490, 1301784),
 ]
 #: A transactional seed that exposed a mistake of the simulated producer: a commit marker held
 #: up by a coordinator election was written after the producer's next transaction had its offsets
