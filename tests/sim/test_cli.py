@@ -23,6 +23,21 @@ def test_quiet_replay_prints_only_the_report(capsys: pytest.CaptureFixture[str])
     assert out.startswith("seed 3: ok") and "phase" not in out
 
 
+def test_a_failing_seed_s_replay_line_names_its_protocols() -> None:
+    """A mixed seed replayed without ``--protocols mixed`` runs another world (seed 1301784's
+    report said to replay it as a consumer-only seed, which passed)."""
+    from dataclasses import replace
+
+    from kconsumer.testing.sim.invariants import Violation
+    from kconsumer.testing.sim.world import run_seed
+
+    broken = [Violation("fetch-not-owner", 1, "for the report")]
+    mixed = replace(run_seed(3, protocols="mixed"), violations=broken)
+    assert "replay: python -m kconsumer.testing.sim --seed 3 --protocols mixed" in mixed.report()
+    consumer = replace(run_seed(3), violations=broken)
+    assert consumer.report().rstrip().endswith("replay: python -m kconsumer.testing.sim --seed 3")
+
+
 def test_sweep_prints_a_progress_bar_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--seeds", "10:13"]) == 0
     captured = capsys.readouterr()

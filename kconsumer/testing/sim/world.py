@@ -42,6 +42,8 @@ class SimResult:
     trace_hash: str
     tail: list[str]
     stats: dict[str, int] = field(default_factory=dict)
+    #: The members' protocols the seed ran with (see `World`): its replay needs them.
+    protocols: str = "consumer"
 
     @property
     def ok(self) -> bool:
@@ -59,7 +61,8 @@ class SimResult:
         if not self.ok:
             lines.append(f"  last {min(tail_lines, len(self.tail))} trace events:")
             lines += [f"    {line}" for line in self.tail[-tail_lines:]]
-            lines.append(f"  replay: python -m kconsumer.testing.sim --seed {self.seed}")
+            protocols = "" if self.protocols == "consumer" else f" --protocols {self.protocols}"
+            lines.append(f"  replay: python -m kconsumer.testing.sim --seed {self.seed}{protocols}")
         return "\n".join(lines)
 
 
@@ -86,6 +89,7 @@ class World:
         if protocols not in PROTOCOLS:
             raise ValueError(f"protocols must be one of {PROTOCOLS}, got {protocols!r}")
         self.seed = seed
+        self.protocols = protocols
         self.rng = rng = random.Random(seed)
         self.faults = FaultMix.draw(rng, only_faults)
         self.params = params = SimParams.draw(rng, self.faults)
@@ -412,6 +416,7 @@ class World:
             self.trace.digest,
             list(self.trace.tail),
             stats,
+            self.protocols,
         )
 
     def _quiet_phase(self, stats: dict[str, int]) -> None:
