@@ -29,6 +29,7 @@ import time
 import types
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator
+from typing import TypeVar
 
 REFILL = 256
 
@@ -76,10 +77,18 @@ async def _generator(source: _Source) -> AsyncIterator[_Record]:
             yield popleft()
 
 
-class _CoroutineNext(_Source):
-    def __aiter__(self) -> _CoroutineNext:
+_S = TypeVar("_S", bound="_AsyncSource")
+
+
+class _AsyncSource(_Source):
+    """A source that is its own asynchronous iterator; each subclass is one form of `__anext__`
+    (the buffer check written out in each, so no form pays an extra call)."""
+
+    def __aiter__(self: _S) -> _S:
         return self
 
+
+class _CoroutineNext(_AsyncSource):
     async def __anext__(self) -> _Record:
         buffer = self.buffer
         if (buffer and not self.member_work) or self.refill():
@@ -87,10 +96,7 @@ class _CoroutineNext(_Source):
         raise StopAsyncIteration
 
 
-class _GeneratorNext(_Source):
-    def __aiter__(self) -> _GeneratorNext:
-        return self
-
+class _GeneratorNext(_AsyncSource):
     @types.coroutine
     def __anext__(self) -> Generator[None, None, _Record]:
         yield from ()  # makes this a generator, which types.coroutine makes awaitable
@@ -100,10 +106,7 @@ class _GeneratorNext(_Source):
         raise StopAsyncIteration
 
 
-class _FutureNext(_Source):
-    def __aiter__(self) -> _FutureNext:
-        return self
-
+class _FutureNext(_AsyncSource):
     def __anext__(self) -> asyncio.Future[_Record]:
         buffer = self.buffer
         if not ((buffer and not self.member_work) or self.refill()):
