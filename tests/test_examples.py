@@ -5,6 +5,9 @@ They run as subprocesses, all at once, each with a timeout; a failure shows the 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,14 +40,17 @@ def runs() -> Iterator[dict[str, subprocess.Popen[str]]]:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,  # its own process group: the teardown stops its children too
         )
         for name in EXAMPLES
     }
     yield started
+    # An example that starts processes of its own (worker_group.py) leaves them running when it is
+    # killed, or when it fails before stopping them: the whole group goes.
     for process in started.values():
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        with contextlib.suppress(ProcessLookupError):  # the example and all it started have exited
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
