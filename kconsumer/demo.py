@@ -56,11 +56,14 @@ def script(duration: float, brokers: int = 1) -> list[Step]:
     return sorted(steps, key=lambda step: step.at)
 
 
-def _member(name: str, connection: dict[str, str], static: bool, reports: Any, stop: Any) -> None:
-    """One consumer process: consume, report its view every 250 ms, leave cleanly on `stop`."""
+def _member(name: str, connection: dict[str, str], instance: str | None, reports: Any, stop: Any) -> None:
+    """One consumer process (static with `instance`): consume, report its view every 250 ms, leave
+    cleanly on `stop`."""
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    from confluent_kafka import KafkaException
+
     from kconsumer import Consumer
 
     config: dict[str, Any] = {
@@ -73,23 +76,35 @@ def _member(name: str, connection: dict[str, str], static: bool, reports: Any, s
         # reported as processed; a killed member's unreported records are read again by the next owner.
         "enable.auto.offset.store": False,
     }
-    if static:
-        config["group.instance.id"] = f"demo-{name}"
+    if instance is not None:
+        config["group.instance.id"] = f"demo-{instance}"
     consumer = Consumer(config)
+
+    consumed = 0
+    batch: list[tuple[int, int]] = []  # processed, not yet reported and stored
+
+    def report(owned: list[int]) -> None:
+        nonlocal batch
+        reports.put(("view", name, time.time(), (consumer.member_epoch(), owned, consumed, batch)))
+        _store_processed(consumer, batch)
+        batch = []
 
     def on_assign(_consumer: Any, partitions: list[Any]) -> None:
         reports.put(("assigned", name, time.time(), sorted(p.partition for p in partitions)))
 
     def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
+        # The revocation's auto-commit came before this callback: what was processed since is stored
+        # and committed here, so the partitions' next owners start after it (at least once, no rework).
+        report(sorted(tp.partition for tp in consumer.assignment()))
+        with contextlib.suppress(KafkaException):
+            consumer.commit(asynchronous=False)
         reports.put(("revoked", name, time.time(), sorted(p.partition for p in partitions)))
 
     def on_lost(_consumer: Any, partitions: list[Any]) -> None:
         reports.put(("lost", name, time.time(), sorted(p.partition for p in partitions)))
 
     consumer.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    consumed = 0
     last_report = 0.0
-    batch: list[tuple[int, int]] = []
     while not stop.is_set():
         for message in consumer.consume(500, 0.1):
             if message.error() is None:
@@ -100,12 +115,8 @@ def _member(name: str, connection: dict[str, str], static: bool, reports: Any, s
         now = time.time()
         if now - last_report >= 0.25:
             last_report = now
-            owned = sorted(tp.partition for tp in consumer.assignment())
-            reports.put(("view", name, now, (consumer.member_epoch(), owned, consumed, batch)))
-            _store_processed(consumer, batch)
-            batch = []
-    reports.put(("view", name, time.time(), (consumer.member_epoch(), [], consumed, batch)))
-    _store_processed(consumer, batch)
+            report(sorted(tp.partition for tp in consumer.assignment()))
+    report([])
     consumer.close()
     reports.put(("closed", name, time.time(), None))
 
@@ -143,7 +154,12 @@ class Demo:
         self.args = args
         self.context = multiprocessing.get_context("spawn")
         self.reports: Any = self.context.Queue()
+        # By label: a name started again (a static member's restart) gets a new label ("C2"), so the
+        # two processes' reports never mix (under load the first may still be closing as the second
+        # starts), and the first's process and stop event stay referenced until joined (a spawned child
+        # still starting rebuilds the event from semaphores that are freed with the object).
         self.members: dict[str, MemberState] = {}
+        self.labels: dict[str, str] = {}
         self.seen: collections.Counter[tuple[int, int]] = collections.Counter()
         self.started = time.time()
         self.produced = 0
@@ -179,8 +195,9 @@ class Demo:
             end = self.started + self.args.duration
             next_print = 0.0
             watcher = None
+            watching = threading.Event()
             if self.args.watch:  # the live view of `kconsumer groups watch` instead of printed views
-                watcher = threading.Thread(target=self._watch, args=(cluster, producing), daemon=True)
+                watcher = threading.Thread(target=self._watch, args=(cluster, watching), daemon=True)
                 watcher.start()
             while time.time() < end:
                 while steps and time.time() - self.started >= steps[0].at:
@@ -191,11 +208,12 @@ class Demo:
                     self._print(cluster)
             producing.set()
             producer.join()
-            if watcher is not None:
-                watcher.join(10)
-                print(flush=True)
             self.say(f"stopping; produced {self.produced} records, waiting for the members to catch up")
             self._catch_up(cluster)
+            if watcher is not None:  # its last view (all that a non-terminal shows) is the caught-up group
+                watching.set()
+                watcher.join(30)
+                print(flush=True)
             for member in self.members.values():
                 if member.alive:
                     member.stop.set()
@@ -228,24 +246,30 @@ class Demo:
             cluster.start_broker(self.stopped)
             self.say(f"broker {self.stopped} is back (leadership stays where it moved)")
         elif step.action == "join":
+            starts = sum(1 for label in self.members if label.rstrip("0123456789") == step.member)
+            label = step.member + (str(starts + 1) if starts else "")
+            self.labels[step.member] = label
             stop = self.context.Event()
+            instance = step.member if step.static else None
             process = self.context.Process(
-                target=_member, args=(step.member, connection, step.static, self.reports, stop), daemon=True
+                target=_member, args=(label, connection, instance, self.reports, stop), daemon=True
             )
             process.start()
-            self.members[step.member] = MemberState(process, stop)
-            kind = "static" if step.static else "dynamic"
-            self.say(f"member {step.member} starts ({kind}, pid {process.pid})")
+            self.members[label] = MemberState(process, stop)
+            kind = f"static, instance demo-{instance}" if step.static else "dynamic"
+            self.say(f"member {label} starts ({kind}, pid {process.pid})")
         elif step.action == "leave":
-            self.members[step.member].stop.set()
-            self.say(f"member {step.member} closes (commits, revokes, leaves)")
+            label = self.labels[step.member]
+            self.members[label].stop.set()
+            self.say(f"member {label} closes (commits, revokes, leaves)")
         elif step.action == "crash":
-            member = self.members[step.member]
+            label = self.labels[step.member]
+            member = self.members[label]
             os.kill(member.process.pid, signal.SIGKILL)
             member.alive = False
             member.owned = []
             self.say(
-                f"member {step.member} is killed (SIGKILL): no leave, the coordinator fences it after "
+                f"member {label} is killed (SIGKILL): no leave, the coordinator fences it after "
                 "the session timeout"
             )
 
@@ -281,7 +305,8 @@ class Demo:
 
     def _watch(self, cluster: Any, done: threading.Event) -> None:
         """Redraw the group with `kconsumer groups watch`'s view (its admin requests go to the
-        cluster like any client's) until `done`; the demo's event lines print above it."""
+        cluster like any client's) until `done`, then once more (a non-terminal shows only the last
+        view); the demo's event lines print above it."""
         import asyncio
 
         from rich.live import Live
@@ -297,16 +322,21 @@ class Demo:
             rows: list[PartitionLag] = []
             async with GroupAdmin(cluster.bootstrap_servers, settings, timeout_s=5.0) as admin:
                 with Live(render(GROUP, None, []), auto_refresh=False, redirect_stdout=True) as live:
-                    while not done.is_set():
+                    finished = False
+                    while not finished:
+                        finished = done.is_set()
                         error = None
                         try:
                             view, rows = await snapshot(admin, GROUP)
                         except GroupAdminError as exc:  # the coordinator's broker may be down
                             error = str(exc)
                         live.update(render(GROUP, view, rows, error), refresh=True)
-                        await asyncio.sleep(self.args.print_interval)
+                        await asyncio.to_thread(done.wait, self.args.print_interval)
 
-        asyncio.run(redraw())
+        try:
+            asyncio.run(redraw())
+        except Exception as exc:  # the demo goes on without its view; say why it stopped
+            self.say(f"the group view stopped: {exc!r}")
 
     def _print(self, cluster: Any) -> None:
         group = cluster.describe_group(GROUP)
@@ -346,8 +376,10 @@ class Demo:
             f"{duplicates} delivered twice (the uncommitted window of the crashed member), "
             f"{len(missing)} missing"
         )
-        committed = cluster.committed(GROUP)
-        self.say(f"committed offsets: {dict(sorted((p, o) for (_t, p), o in committed.items()))}")
+        committed = {p: o for (_t, p), o in cluster.committed(GROUP).items()}
+        behind = {p: high for p, (_low, high) in enumerate(watermarks) if committed.get(p, 0) < high}
+        where = "every partition's log end" if not behind else f"behind the log end {behind}"
+        self.say(f"committed offsets: {dict(sorted(committed.items()))} ({where})")
         return 0 if not missing else 1
 
 
