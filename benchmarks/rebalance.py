@@ -497,11 +497,16 @@ def _rolling(
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
         spare = None
         time.sleep(0.3)  # let the new process finish importing before the old one goes
+        leaving = time.monotonic()
         group.leave(old)
-        group.start(new)
+        started = group.start(new)
         deadline = time.monotonic() + _settle_timeout(n)
         while time.monotonic() < deadline and not group.owns(new) and p >= len(group.live()):
             time.sleep(0.05)
+        log(
+            f"{event} {name} {old.name} -> {new.name}: closed and exited in {started - leaving:.2f} s, "
+            f"the newcomer owned a partition {time.monotonic() - started:.2f} s after its start"
+        )
     ok, until = group.wait_converged(since, _settle_timeout(n))
     return _result(name, broker_kind, n, p, event, group, since, ok, until)
 
