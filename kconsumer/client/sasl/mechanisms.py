@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-import scramp
-
 from ...errors import KConsumerError
 from .settings import SaslSettings, UnsecuredJwt
 
@@ -56,6 +54,9 @@ class ScramClient:
     """SCRAM-SHA-256/512 (through `scramp`), verifying the server's signature."""
 
     def __init__(self, mechanism: str, username: str, password: str) -> None:
+        import scramp  # here, not at module level: only SCRAM users pay its import (about 50 ms)
+
+        self._scram_error = scramp.ScramException
         self._client = scramp.ScramClient([mechanism], username, password)
         self._round = 0
 
@@ -72,7 +73,7 @@ class ScramClient:
                 return final.encode()
             assert challenge is not None
             self._client.set_server_final(challenge.decode())
-        except (scramp.ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (self._scram_error, UnicodeDecodeError, ValueError) as exc:
             raise AuthenticationFailedError(f"SCRAM exchange failed: {exc}") from None
         return None
 
