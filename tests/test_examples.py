@@ -1,6 +1,6 @@
 """Each consumer example runs by itself (it starts its own reference cluster) and exits 0.
 
-They run as subprocesses, all at once, each with a timeout; a failure shows the example's output.
+Each runs as a subprocess, with a timeout; a failure shows the example's output.
 """
 
 from __future__ import annotations
@@ -30,32 +30,42 @@ TIMEOUT_S = 90
 pytestmark = pytest.mark.timeout(TIMEOUT_S + 30)
 
 
+class Examples:
+    """The examples a test asked for, each started once, on demand: under xdist each example
+    runs in the one worker that runs its test (starting them all in every worker that ran any
+    of them ran each up to once per worker)."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, subprocess.Popen[str]] = {}
+
+    def run(self, name: str) -> subprocess.Popen[str]:
+        if name not in self.started:
+            self.started[name] = subprocess.Popen(
+                [sys.executable, str(ROOT / "examples" / name)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,  # its own process group: the teardown stops its children too
+            )
+        return self.started[name]
+
+
 @pytest.fixture(scope="module")
-def runs() -> Iterator[dict[str, subprocess.Popen[str]]]:
-    """Every example started at once (they are mostly waiting: running them together is quicker)."""
-    started = {
-        name: subprocess.Popen(
-            [sys.executable, str(ROOT / "examples" / name)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # its own process group: the teardown stops its children too
-        )
-        for name in EXAMPLES
-    }
+def examples() -> Iterator[Examples]:
+    started = Examples()
     yield started
     # An example that starts processes of its own (worker_group.py) leaves them running when it is
     # killed, or when it fails before stopping them: the whole group goes.
-    for process in started.values():
+    for process in started.started.values():
         with contextlib.suppress(ProcessLookupError):  # the example and all it started have exited
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_runs_and_exits_zero(runs: dict[str, subprocess.Popen[str]], name: str) -> None:
-    process = runs[name]
+def test_example_runs_and_exits_zero(examples: Examples, name: str) -> None:
+    process = examples.run(name)
     deadline = time.monotonic() + TIMEOUT_S
     try:
         output, _ = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
