@@ -43,6 +43,9 @@ log = logging.getLogger("kconsumer")
 RECORDS_BETWEEN_CHECKS = 32
 _monotonic = time.monotonic
 _INFINITY = float("inf")
+#: librdkafka waits in whole milliseconds: a shorter wait returns at once, so the end of a poll's
+#: timeout is waited as one millisecond rather than spun through in calls that do not wait.
+_SHORTEST_WAIT_S = 0.001
 #: Default time close(), unsubscribe() and synchronous commits may take.
 DEFAULT_API_TIMEOUT_S = 60.0
 
@@ -252,7 +255,7 @@ class Consumer(HandleFacade):
             if remaining <= 0:
                 return None
             slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(now)
-            message = self._rd_poll(min(remaining, slice_s))
+            message = self._rd_poll(min(max(remaining, _SHORTEST_WAIT_S), slice_s))
             if message is not None:
                 return message
 
@@ -287,6 +290,7 @@ class Consumer(HandleFacade):
                 remaining = deadline - now
                 if remaining <= 0:
                     return []
+                remaining = max(remaining, _SHORTEST_WAIT_S)
             slice_s = IDLE_SLICE_S if runtime is None else runtime.wait_slice(now)
             messages: list[Message] = self._rd_consume(
                 num_messages, remaining if remaining < slice_s else slice_s

@@ -7,6 +7,7 @@ slice, not after the rest of a long one (it took 25-45 ms with 50 ms slices)."""
 from __future__ import annotations
 
 import logging
+import socket
 import statistics
 import threading
 import time
@@ -111,3 +112,37 @@ def test_an_assignment_reaches_the_callback_of_a_consumer_waiting_in_consume() -
         trace.removeHandler(answers)
         trace.setLevel(level)
     assert statistics.median(delays) < 0.012, delays
+
+
+def test_the_end_of_a_timeout_is_waited_not_spun_through() -> None:
+    """librdkafka waits in whole milliseconds: a wait under one returns at once. The last
+    fraction of a poll's or consume's timeout is waited as one millisecond (it was spun through:
+    hundreds of calls that did not wait, while the member was joining)."""
+    with socket.socket() as unused:  # a port nothing listens on: the member stays joining
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "spin", "client.id": "spin"})
+    waits: list[float] = []
+    rd_poll, rd_consume = consumer._rd_poll, consumer._rd_consume
+
+    def poll(timeout: float) -> Any:
+        waits.append(timeout)
+        return rd_poll(timeout)
+
+    def consume(num_messages: int, timeout: float) -> Any:
+        waits.append(timeout)
+        return rd_consume(num_messages, timeout)
+
+    consumer._rd_poll, consumer._rd_consume = poll, consume
+    try:
+        consumer.subscribe(["slices"])  # joining: short slices
+        started = time.monotonic()
+        for _ in range(10):
+            assert consumer.poll(0.05) is None
+            assert consumer.consume(10, 0.05) == []
+        took = time.monotonic() - started
+    finally:
+        consumer.close(timeout=1.0)
+    assert took >= 1.0  # each call waited its whole timeout
+    assert min(waits) >= 0.001, sorted(waits)[:10]
+    assert len(waits) < 20 * (0.05 / BUSY_SLICE_S + 3), len(waits)
