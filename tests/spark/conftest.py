@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -97,6 +98,11 @@ class Sink:
         return out
 
 
+#: Spark gives the Python process that runs a streaming source 10 s to start (a constant in
+#: PythonWorkerFactory); on 2 cores shared by every tier of the suite it sometimes takes longer.
+WORKER_START_FAILED = "Python worker failed to connect back"
+
+
 def start_query(
     spark: Any,
     cluster: Cluster,
@@ -108,7 +114,9 @@ def start_query(
     trigger: dict[str, Any] | None = None,
     **options: str,
 ) -> Any:
-    """Start a streaming query of the kconsumer source into `sink` (processingTime 0.5 s)."""
+    """Start a streaming query of the kconsumer source into `sink` (processingTime 0.5 s). A
+    query whose source process did not start in Spark's 10 s is started again, once: it died
+    before its first batch, so it read and committed nothing."""
     reader = (
         spark.readStream.format("kconsumer")
         .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
@@ -117,13 +125,30 @@ def start_query(
     )
     for key, value in options.items():
         reader = reader.option(key, value)
-    return (
-        reader.load()
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", checkpoint)
-        .trigger(**(trigger or {"processingTime": "0.5 seconds"}))
-        .start()
-    )
+
+    def start() -> Any:
+        return (
+            reader.load()
+            .writeStream.foreachBatch(sink)
+            .option("checkpointLocation", checkpoint)
+            .trigger(**(trigger or {"processingTime": "0.5 seconds"}))
+            .start()
+        )
+
+    query = start()
+    return start() if _source_did_not_start(query, sink) else query
+
+
+def _source_did_not_start(query: Any, sink: Sink) -> bool:
+    """Whether `query` died starting its source's Python process, before any batch."""
+    deadline = time.monotonic() + 60
+    while query.isActive and query.status["message"] == "Initializing sources":
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    if query.isActive or query.lastProgress is not None or sink.rows():
+        return False
+    return WORKER_START_FAILED in str(query.exception())
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "", query: Any = None) -> Any:
