@@ -83,8 +83,9 @@ def _member(name: str, connection: dict[str, str], instance: str | None, reports
     consumed = 0
     batch: list[tuple[int, int]] = []  # processed, not yet reported and stored
 
-    def report(owned: list[int]) -> None:
+    def report(leaving: bool = False) -> None:
         nonlocal batch
+        owned = [] if leaving else sorted(tp.partition for tp in consumer.assignment())
         reports.put(("view", name, time.time(), (consumer.member_epoch(), owned, consumed, batch)))
         _store_processed(consumer, batch)
         batch = []
@@ -95,7 +96,7 @@ def _member(name: str, connection: dict[str, str], instance: str | None, reports
     def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
         # The revocation's auto-commit came before this callback: what was processed since is stored
         # and committed here, so the partitions' next owners start after it (at least once, no rework).
-        report(sorted(tp.partition for tp in consumer.assignment()))
+        report()
         with contextlib.suppress(KafkaException):
             consumer.commit(asynchronous=False)
         reports.put(("revoked", name, time.time(), sorted(p.partition for p in partitions)))
@@ -115,8 +116,8 @@ def _member(name: str, connection: dict[str, str], instance: str | None, reports
         now = time.time()
         if now - last_report >= 0.25:
             last_report = now
-            report(sorted(tp.partition for tp in consumer.assignment()))
-    report([])
+            report()
+    report(leaving=True)
     consumer.close()
     reports.put(("closed", name, time.time(), None))
 
@@ -159,7 +160,7 @@ class Demo:
         # starts), and the first's process and stop event stay referenced until joined (a spawned child
         # still starting rebuilds the event from semaphores that are freed with the object).
         self.members: dict[str, MemberState] = {}
-        self.labels: dict[str, str] = {}
+        self.starts: collections.Counter[str] = collections.Counter()  # processes started per name
         self.seen: collections.Counter[tuple[int, int]] = collections.Counter()
         self.started = time.time()
         self.produced = 0
@@ -246,9 +247,8 @@ class Demo:
             cluster.start_broker(self.stopped)
             self.say(f"broker {self.stopped} is back (leadership stays where it moved)")
         elif step.action == "join":
-            starts = sum(1 for label in self.members if label.rstrip("0123456789") == step.member)
-            label = step.member + (str(starts + 1) if starts else "")
-            self.labels[step.member] = label
+            self.starts[step.member] += 1
+            label = self._label(step.member)
             stop = self.context.Event()
             instance = step.member if step.static else None
             process = self.context.Process(
@@ -259,11 +259,11 @@ class Demo:
             kind = f"static, instance demo-{instance}" if step.static else "dynamic"
             self.say(f"member {label} starts ({kind}, pid {process.pid})")
         elif step.action == "leave":
-            label = self.labels[step.member]
+            label = self._label(step.member)
             self.members[label].stop.set()
             self.say(f"member {label} closes (commits, revokes, leaves)")
         elif step.action == "crash":
-            label = self.labels[step.member]
+            label = self._label(step.member)
             member = self.members[label]
             os.kill(member.process.pid, signal.SIGKILL)
             member.alive = False
@@ -272,6 +272,11 @@ class Demo:
                 f"member {label} is killed (SIGKILL): no leave, the coordinator fences it after "
                 "the session timeout"
             )
+
+    def _label(self, name: str) -> str:
+        """The label of `name`'s latest process: the name, then "C2", "C3" for later starts."""
+        starts = self.starts[name]
+        return name if starts == 1 else f"{name}{starts}"
 
     def _drain(self) -> None:
         while True:

@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -141,11 +140,12 @@ def start_query(
 
 def _source_did_not_start(query: Any, sink: Sink) -> bool:
     """Whether `query` died starting its source's Python process, before any batch."""
-    deadline = time.monotonic() + 60
-    while query.isActive and query.status["message"] == "Initializing sources":
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
+    wait_until(
+        lambda: not query.isActive or query.status["message"] != "Initializing sources",
+        60,
+        0.1,
+        "the query's sources to start",
+    )
     if query.isActive or query.lastProgress is not None or sink.rows():
         return False
     return WORKER_START_FAILED in str(query.exception())
