@@ -139,12 +139,15 @@ def start_query(
 
 
 def _source_did_not_start(query: Any, sink: Sink) -> bool:
-    """Whether `query` died starting its source's Python process, before any batch."""
+    """Whether `query` died starting its source's Python process, before any batch. Waits for the
+    first trigger's progress (reported with data or without) rather than for a status message: a
+    query's status reads "Initializing StreamExecution" until its thread runs, so a status check
+    can pass before the source has even begun starting (seen in CI: the query died afterwards)."""
     wait_until(
-        lambda: not query.isActive or query.status["message"] != "Initializing sources",
+        lambda: not query.isActive or query.lastProgress is not None,
         60,
         0.1,
-        "the query's sources to start",
+        "the query's first trigger",
     )
     if query.isActive or query.lastProgress is not None or sink.rows():
         return False
