@@ -134,7 +134,7 @@ class ConsumerEngine:
     def note_poll(self, now: float) -> float:
         """Tell the member the application polled; returns when the next note is due."""
         if self.runtime is not None:
-            self.runtime.post(Poll())
+            self.runtime.post(Poll(), brings_work=False)
         return now + self.poll_note_interval_s
 
     def start_commit(

@@ -17,6 +17,7 @@ import pytest
 from consumer_harness import wait_until
 
 from kconsumer import Consumer
+from kconsumer.client.member.events import Poll
 from kconsumer.client.member.state import MemberState
 from kconsumer.client.runtime.member_runtime import BUSY_SLICE_S, IDLE_SLICE_S, wait_slice
 from kconsumer.testing import ReferenceCluster
@@ -146,3 +147,27 @@ def test_the_end_of_a_timeout_is_waited_not_spun_through() -> None:
     assert took >= 1.0  # each call waited its whole timeout
     assert min(waits) >= 0.001, sorted(waits)[:10]
     assert len(waits) < 20 * (0.05 / BUSY_SLICE_S + 3), len(waits)
+
+
+def test_work_posted_to_a_quiet_member_shortens_the_wait_until_the_member_took_it() -> None:
+    """A consumer that just subscribed (or finished a callback) waits in short slices even before
+    its background thread has taken the event: the answer may bring work at once. It waited in
+    long ones, as a member not yet subscribed can post nothing: a newcomer's first assignment
+    reached its callback up to 50 ms late."""
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "quiet", "client.id": "quiet"})
+    runtime = consumer._runtime
+    assert runtime is not None
+    background_free = threading.Event()
+    try:
+        assert runtime.wait_slice(time.monotonic()) == IDLE_SLICE_S  # not subscribed: quiet
+        runtime._bg.call(background_free.wait, 5.0)  # the background thread is busy elsewhere
+        runtime.post(Poll(), brings_work=False)  # a note that it polled brings no work
+        assert runtime.wait_slice(time.monotonic()) == IDLE_SLICE_S
+        consumer.subscribe(["slices"])
+        assert runtime.wait_slice(time.monotonic()) == BUSY_SLICE_S
+        background_free.set()
+        wait_until(lambda: runtime.state is S.JOINING, what="the member joining")
+        assert runtime.wait_slice(time.monotonic()) == BUSY_SLICE_S
+    finally:
+        background_free.set()
+        consumer.close()

@@ -152,8 +152,14 @@ class MemberRuntime:
         another thread; ending it where work can appear is what makes callbacks prompt."""
         return wait_slice(self.state, self._quiet_until, now)
 
-    def post(self, event: Event) -> None:
-        """Hand an event to the session (thread-safe; handled on the background loop)."""
+    def post(self, event: Event, brings_work: bool = True) -> None:
+        """Hand an event to the session (thread-safe; handled on the background loop). Until the
+        loop has handled an event that `brings_work` (a subscription, a finished callback: its
+        effects may post work back at once), the application waits in short slices; a member
+        that was quiet (say, not yet subscribed) would otherwise keep it in librdkafka for up to
+        `IDLE_SLICE_S` past the work's arrival."""
+        if brings_work:
+            self._quiet_until = 0.0
         self._bg.call(self._handle, event)
 
     def submit(self, query: QueryFactory, timeout_s: float) -> concurrent.futures.Future[Any]:
