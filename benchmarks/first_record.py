@@ -41,7 +41,8 @@ def _member(queue: Any, kind: str, bootstrap: str) -> None:
     marks: dict[str, float] = {}
     consumer.subscribe([TOPIC], on_assign=lambda _c, _p: marks.setdefault("assign", time.monotonic()))
     subscribed = time.monotonic()
-    while not consumer.consume(100, 0.05):
+    # poll() returns at the first record; consume(n) would wait its whole timeout for n records.
+    while consumer.poll(0.05) is None:
         pass
     first = time.monotonic()
     queue.put((marks["assign"] - subscribed, first - marks["assign"], first - subscribed))
