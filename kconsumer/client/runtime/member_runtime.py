@@ -157,7 +157,9 @@ class MemberRuntime:
         loop has handled an event that `brings_work` (a subscription, a finished callback: its
         effects may post work back at once), the application waits in short slices; a member
         that was quiet (say, not yet subscribed) would otherwise keep it in librdkafka for up to
-        `IDLE_SLICE_S` past the work's arrival."""
+        `IDLE_SLICE_S` past the work's arrival. The loop sets the real value when it handles the
+        event (always after this write); an earlier event's handling in between can only bring
+        back the long slice for a moment, never leave a short one behind."""
         if brings_work:
             self._quiet_until = 0.0
         self._bg.call(self._handle, event)
