@@ -1,11 +1,17 @@
-"""Rolling a group between the classic and the consumer protocol on the reference cluster, with
-peers nobody here wrote: three confluent-kafka classic (cooperative-sticky) members consume
-while they are restarted one by one with ``group.protocol=consumer`` (the group converts online
-when the first one comes back), then rolled back to classic (the group converts back when the
-last consumer-protocol member leaves). Records flow the whole time; the ledger checks that no
-partition is read by two members at once, that nothing is lost, and that offsets committed under
-one protocol carry over to the other. Done with dynamic members and with static members
-(``group.instance.id``)."""
+"""Rolling a group between the classic and the consumer protocol, with peers nobody here wrote:
+three confluent-kafka classic members consume while they are restarted one by one with
+``group.protocol=consumer`` (the group converts online when the first one comes back), then rolled
+back to classic (the group converts back when the last consumer-protocol member leaves). Records
+flow the whole time; the ledger checks that no partition is read by two members at once, that
+nothing is lost, and that offsets committed under one protocol carry over to the other. Done with
+dynamic members and with static members (``group.instance.id``).
+
+The classic members use librdkafka's ``range`` assignor: its leader sends assignments without
+user data. librdkafka's ``cooperative-sticky`` leader copies each member's subscription user data
+(its previous assignment) into that member's assignment, and Apache Kafka 4.x refuses to convert
+a group whose assignments carry user data (the consumer protocol has no field for it). So a
+cooperative-sticky group converts only while its members have not rebalanced since they started;
+the last test holds that refusal on both clusters (docs/classic-protocol.md, "Migration")."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Any
 
 import pytest
 from backends import Cluster, open_cluster
+from confluent_kafka import KafkaError
 from consumer_harness import ConfluentMember, Feeder, Ledger, cluster_committed, wait_until
 
 TOPIC = "rolling"
@@ -20,12 +27,12 @@ PARTITIONS = 6
 NAMES = ("a", "b", "c")
 
 
-def _settings(protocol: str, name: str, static: bool) -> dict[str, Any]:
+def _settings(protocol: str, name: str, static: bool, assignor: str = "range") -> dict[str, Any]:
     settings: dict[str, Any] = {"group.protocol": protocol}
     if protocol == "classic":
         settings.update(
             {
-                "partition.assignment.strategy": "cooperative-sticky",
+                "partition.assignment.strategy": assignor,
                 "session.timeout.ms": 6000,
                 "heartbeat.interval.ms": 200,
             }
@@ -95,3 +102,49 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(static: bool, backend
         assert sum(committed.values()) > 0 and all(
             committed.get((TOPIC, p), 0) <= len(produced[(TOPIC, p)]) for p in range(PARTITIONS)
         ), committed
+
+
+def test_a_cooperative_sticky_group_that_rebalanced_is_not_upgraded(backend: str) -> None:
+    """Two classic cooperative-sticky members, then a third: from the second rebalance on, the
+    leader's assignments carry the members' previous assignments as user data. A consumer-protocol
+    member is then refused for good (GROUP_ID_NOT_FOUND on its join, which librdkafka, like the
+    Java consumer and kconsumer, treats as fatal), the group stays classic and its members read on
+    without a loss."""
+    with open_cluster(
+        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
+    ) as cluster:
+        cluster.create_topic(TOPIC, PARTITIONS)
+        group = "rolling-sticky"
+        ledger = Ledger(cluster_committed(cluster, group))
+        feeder = Feeder(cluster, TOPIC)
+        bootstrap = cluster.bootstrap_servers
+
+        def classic(name: str) -> ConfluentMember:
+            settings = _settings("classic", name, False, "cooperative-sticky")
+            return ConfluentMember(ledger, name, bootstrap, group, [TOPIC], settings=settings)
+
+        members = [classic("b1"), classic("c1")]
+
+        def all_owned() -> bool:
+            return sum(len(m.owned()) for m in members) == PARTITIONS and all(m.owned() for m in members)
+
+        wait_until(all_owned, timeout=60, what="two classic members consuming")
+        members.append(classic("a1"))
+        wait_until(all_owned, timeout=60, what="the third classic member consuming")
+
+        newcomer = ConfluentMember(
+            ledger, "n1", bootstrap, group, [TOPIC], settings={"group.protocol": "consumer"}
+        )
+        wait_until(lambda: newcomer.errors, timeout=30, what="the consumer-protocol member refused")
+        error = newcomer.errors[0]
+        assert error.code() == KafkaError._FATAL and "group id does not exist" in error.str().lower(), error
+        newcomer.close()
+        assert not newcomer.owned()
+        assert _group_kind(cluster, group) == "classic"
+        assert not any(m.errors for m in members), {m.name: m.errors for m in members}
+
+        produced = feeder.stop()
+        wait_until(lambda: ledger.has_all(produced), timeout=60, what="every record")
+        for member in members:
+            member.close()
+        ledger.check(produced)

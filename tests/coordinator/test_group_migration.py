@@ -41,9 +41,9 @@ def subscription(topics: list[str], owned: dict[str, Iterable[int]] | None = Non
     )
 
 
-def assignment(parts: dict[str, Iterable[int]]) -> bytes:
+def assignment(parts: dict[str, Iterable[int]], user_data: bytes | None = None) -> bytes:
     entries = [ConsumerTopicPartitions(topic=t, partitions=sorted(p)) for t, p in parts.items()]
-    return encode_consumer_protocol(ConsumerAssignment(assigned_partitions=entries, user_data=None))
+    return encode_consumer_protocol(ConsumerAssignment(assigned_partitions=entries, user_data=user_data))
 
 
 def decoded(data: bytes) -> dict[str, list[int]]:
@@ -84,8 +84,11 @@ class MixedDriver(Driver, ClassicCalls):
     def classic_group(self) -> Any:
         return self.coordinator.state.classic_groups.get("g")
 
-    def classic_pair(self, protocol: str = "range", static: bool = False) -> tuple[str, str, int]:
-        """Two classic members, Stable: a has foo 0-1, b has foo 2-3. (a, b, generation)."""
+    def classic_pair(
+        self, protocol: str = "range", static: bool = False, user_data: bytes | None = None
+    ) -> tuple[str, str, int]:
+        """Two classic members, Stable: a has foo 0-1, b has foo 2-3, each assignment with the
+        leader's `user_data`. (a, b, generation)."""
         ids = []
         for name in ("a", "b"):
             if static:
@@ -105,7 +108,8 @@ class MixedDriver(Driver, ClassicCalls):
         a, b = ja.member_id, jb.member_id
         gen = ja.generation_id
         self.csync(follower.member_id, gen)
-        self.csync(leader.member_id, gen, {a: assignment({"foo": [0, 1]}), b: assignment({"foo": [2, 3]})})
+        shares = {a: assignment({"foo": [0, 1]}, user_data), b: assignment({"foo": [2, 3]}, user_data)}
+        self.csync(leader.member_id, gen, shares)
         self._collect()
         assert self.classic_group().state == ClassicState.STABLE
         return a, b, gen
@@ -203,6 +207,22 @@ def test_upgrade_is_refused_by_the_policy_and_for_other_protocol_types() -> None
     first = d.cjoin(protocol_type="connect")
     d.cjoin(first.member_id, protocol_type="connect")
     assert d.join("c").error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_upgrade_is_refused_while_an_assignment_carries_the_assignors_user_data() -> None:
+    """Kafka 4.x does not convert a classic group whose members' assignments carry user data
+    (the consumer protocol would drop it); librdkafka's cooperative-sticky leader writes some
+    once its members have had an assignment. An empty user data field converts as usual."""
+    refused = MixedDriver()
+    refused.classic_pair(protocol="cooperative-sticky", user_data=b"\x00\x00\x00\x01")
+    answer = refused.join("c")
+    assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert "user data" in answer.error_message
+    assert refused.classic_group().state == ClassicState.STABLE and refused.coordinator.group("g") is None
+    converted = MixedDriver()
+    converted.classic_pair(protocol="cooperative-sticky", user_data=b"")
+    assert converted.join("c").error_code == ErrorCode.NONE
+    assert converted.coordinator.group("g") is not None
 
 
 def test_upgrade_carries_over_what_a_rebalancing_member_said_it_owned(d: MixedDriver) -> None:

@@ -179,9 +179,15 @@ class ClassicMember:
         self.generation = answer.generation_id
         return answer
 
-    def join_and_sync(self, label: str | None = None, takes: dict[str, list[int]] | None = None) -> None:
+    def join_and_sync(
+        self,
+        label: str | None = None,
+        takes: dict[str, list[int]] | None = None,
+        user_data: bytes | None = None,
+    ) -> None:
         """Join (again with the id if asked to) and sync; as the leader, give every member nothing,
-        except itself the partitions of `takes` (logical topic → partitions)."""
+        except itself the partitions of `takes` (logical topic → partitions) with the assignor's
+        `user_data`."""
         answer = self.join(None if label is None else f"{label}: join")
         if answer.error_code:  # MEMBER_ID_REQUIRED: join again with the id
             answer = self.join(None if label is None else f"{label}: join with the id")
@@ -191,7 +197,8 @@ class ClassicMember:
                 assigned_partitions=[
                     ConsumerTopicPartitions(topic=self.s.t(topic), partitions=parts)
                     for topic, parts in (takes or {}).items()
-                ]
+                ],
+                user_data=user_data,
             )
             assignments = [
                 SyncGroupRequestAssignment(
@@ -275,6 +282,22 @@ def classic_group_upgraded_by_a_consumer_member(s: Script) -> None:
         },
     )
     classic.heartbeat("the classic member's heartbeat")
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_group_not_upgraded_while_an_assignment_carries_user_data(s: Script) -> None:
+    """The leader's assignment carries its assignor's own bytes (librdkafka's cooperative-sticky
+    leader writes some once its members have had an assignment): Kafka refuses to convert the
+    group, since the consumer protocol would lose them, and the classic member goes on."""
+    s.topic("t", 2)
+    classic = _classic_member(s, "custom", "C")
+    classic.join_and_sync(takes={"t": [0, 1]}, user_data=b"\x00\x00\x00\x01")
+    newcomer = ScriptedMember(s, "custom", "N", topics=["t"])
+    joined = newcomer.join()
+    s.observe("a consumer member joins the classic group", (joined.error_code, joined.member_epoch))
+    classic.heartbeat("the classic member's heartbeat")
+    described = s.send(DescribeGroupsRequest(groups=["custom"]), group="custom")
+    s.observe("DescribeGroups after the refusal", _classic_view(s, described))
 
 
 @scenario(initial_rebalance_delay_ms=0)

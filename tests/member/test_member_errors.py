@@ -91,10 +91,12 @@ def test_group_id_not_found_in_the_group_is_a_fence() -> None:
 def test_group_id_not_found_on_join_is_fatal_not_a_consumer_group() -> None:
     d = Driver()
     d.send(Subscribe(topics=("foo",)))
-    d.respond(0, error=ErrorCode.GROUP_ID_NOT_FOUND)
+    why = "Cannot upgrade classic group g to consumer group because an unsupported custom assignor is in use."
+    d.respond(0, error=ErrorCode.GROUP_ID_NOT_FOUND, message=why)
     assert d.state is S.FATAL
     error = d.one(ReportError).error
     assert isinstance(error, GroupIdNotFoundError) and "not a consumer-protocol group" in str(error)
+    assert why in str(error)  # the coordinator's reason, which says what to change
 
 
 # -- fatal -------------------------------------------------------------------------------------------

@@ -146,7 +146,8 @@ HEARTBEAT_ERRORS: Mapping[ErrorCode, ErrorRule] = {
 GROUP_NOT_CONSUMER = ErrorRule(
     A.FATAL,
     "group {group!r} exists but is not a consumer-protocol group (it is a classic, share or streams "
-    "group that cannot be converted): use another group.id, or empty and delete that group first",
+    "group that cannot be converted; the coordinator said: {message}): use another group.id, or "
+    "empty and delete that group first",
 )
 
 #: Anything else that is not retriable: what Kafka's consumer does too.

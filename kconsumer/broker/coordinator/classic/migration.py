@@ -132,7 +132,8 @@ def answer_waiting_members(ctx: Context, classic: ClassicGroup) -> None:
 
 def upgrade(ctx: Context, classic: ClassicGroup) -> None:
     """Convert a non-empty classic group into a consumer group, or raise GROUP_ID_NOT_FOUND with
-    the reason Kafka would log (policy, protocol type, size, malformed embedded protocol)."""
+    the reason Kafka would log (policy, protocol type, size, malformed embedded protocol, an
+    assignment carrying an assignor's user data)."""
     group_id = classic.group_id
     if not ctx.config.allows_upgrade:
         raise _refused(group_id, "the online upgrade is disabled (group.consumer.migration.policy)")
@@ -190,11 +191,20 @@ def _converted_member(
     metadata = member.metadata(classic.protocol_name) or (member.protocols[0][1] if member.protocols else b"")
     try:
         subscription = decode_subscription(metadata)[0]
-        assigned: list[ConsumerTopicPartitions] = []
+        assignment = None
         if member.assignment:
-            assigned = decode_consumer_protocol(ConsumerAssignment, member.assignment)[0].assigned_partitions
+            assignment = decode_consumer_protocol(ConsumerAssignment, member.assignment)[0]
     except ProtocolError as exc:
         raise _refused(classic.group_id, f"the embedded consumer protocol is malformed ({exc})") from None
+    if assignment is not None and assignment.user_data:
+        # The consumer protocol has no place for an assignor's own data: Kafka (since 4.0) refuses
+        # to convert rather than drop it, whichever assignor wrote it.
+        raise _refused(
+            classic.group_id,
+            f"member {member.member_id}'s assignment carries user data of its assignor, which the "
+            "consumer protocol would lose (an unsupported custom assignor)",
+        )
+    assigned = [] if assignment is None else assignment.assigned_partitions
     held: PartitionSets = partition_ids(ctx.image, assigned)
     for topic_id, parts in partition_ids(ctx.image, subscription.owned_partitions).items():
         held[topic_id] = held.get(topic_id, frozenset()) | parts
