@@ -318,8 +318,13 @@ class Consumer(HandleFacade):
         started = self._start_commit(message, offsets, asynchronous)
         if not isinstance(started, int):
             return started
-        self._wait(lambda a: a.commit_finished(started), DEFAULT_API_TIMEOUT_S)
-        return self._group()[1].finish_commit(started)
+        app = self._group()[1]
+        try:
+            self._wait(lambda a: a.commit_finished(started), DEFAULT_API_TIMEOUT_S)
+        except BaseException:
+            app.forget_commit(started)
+            raise
+        return app.finish_commit(started)
 
     def _start_commit(
         self, message: Message | None, offsets: Sequence[TopicPartition] | None, asynchronous: bool

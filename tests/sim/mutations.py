@@ -19,6 +19,7 @@ from kconsumer.client.application.core import ApplicationCore
 from kconsumer.client.member import MemberCore
 from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput, Membership, _Commit
+from kconsumer.client.member.effects import CommitFinished
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
 from kconsumer.client.member.operations import CallbackNeed, CommitNeed, Need, StopNeed, Waiter
 from kconsumer.testing.sim import runtime as sim_runtime
@@ -180,6 +181,19 @@ def stored_offset_survives_reassignment(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(ApplicationCore, "__init__", init)
 
 
+def every_commit_answer_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The application core keeps the answer of every commit, asynchronous and automatic ones
+    too, where only a waiting synchronous caller takes it away: memory grows with each commit."""
+    original = ApplicationCore._commit_finished
+
+    def finished(self: ApplicationCore, work: CommitFinished) -> None:
+        original(self, work)
+        if work.token is not None:
+            self.state.commits[work.token] = work
+
+    monkeypatch.setattr(ApplicationCore, "_commit_finished", finished)
+
+
 MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_releases_before_ack": (
         coordinator_releases_before_ack,
@@ -210,6 +224,7 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
         stored_offset_survives_reassignment,
         frozenset({"commit-regressed"}),
     ),
+    "every_commit_answer_kept": (every_commit_answer_kept, frozenset({"commit-answer-kept"})),
 }
 
 

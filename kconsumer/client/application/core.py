@@ -20,6 +20,7 @@ commit and callback; no record of it is returned after that.
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import queue
 from collections.abc import Callable, Sequence
@@ -91,7 +92,8 @@ class ApplicationCore:
         self.metrics: ConsumerMetrics | None = None
         #: enable.auto.offset.store: commits carry the fetch positions (else what was stored).
         self.auto_store = settings.auto_store
-        self._commit_tokens = 0
+        #: Commit tokens: ``next()`` is atomic, and commit() may be called from several threads.
+        self._commit_tokens = itertools.count(1)
 
     # -- running the queue ------------------------------------------------------------------------
 
@@ -509,9 +511,10 @@ class ApplicationCore:
 
     def send_commit(self, explicit: tuple[PartitionOffset, ...], asynchronous: bool) -> int | None:
         """Hand the member a commit of `explicit` (see `start_commit`)."""
-        self._commit_tokens += 1
-        token = self._commit_tokens
+        token = next(self._commit_tokens)
         self.state.requested[token] = explicit
+        if not asynchronous:
+            self.state.awaited_commits.add(token)
         self.member.post(CommitRequested(token, explicit, sync=not asynchronous))
         return None if asynchronous else token
 
@@ -522,10 +525,17 @@ class ApplicationCore:
     def finish_commit(self, token: int) -> list[TopicPartition]:
         """The result of the synchronous commit `token` (it finished): the committed offsets, or
         its error raised as KafkaException."""
+        self.state.awaited_commits.discard(token)
         finished = self.state.commits.pop(token)
         if finished.error is not None:
             raise kafka_exception(finished.error, fatal=finished.error is self.state.fatal)
         return committed_partitions(finished.offsets)
+
+    def forget_commit(self, token: int) -> None:
+        """The caller of the synchronous commit `token` stopped waiting (a timeout, a
+        cancellation): its answer, now or later, is not kept."""
+        self.state.awaited_commits.discard(token)
+        self.state.commits.pop(token, None)
 
     def _commit_finished(self, work: CommitFinished) -> None:
         """As librdkafka's offset_commit_cb: ``on_commit(error, offsets)`` for asynchronous and
@@ -533,7 +543,8 @@ class ApplicationCore:
         state = self.state
         offsets = work.offsets
         if work.token is not None:
-            state.commits[work.token] = work
+            if work.token in state.awaited_commits:
+                state.commits[work.token] = work
             requested = state.requested.pop(work.token, ())
             # nothing was sent, or the commit failed: report everything that was asked
             offsets = requested if (work.error is not None and requested) else (offsets or requested)

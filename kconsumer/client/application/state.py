@@ -90,6 +90,9 @@ class AppState:
     last_committed: dict[Key, int] = field(default_factory=dict)
     #: The offsets each commit() (by token) asked for, until it finishes.
     requested: dict[int, tuple[PartitionOffset, ...]] = field(default_factory=dict)
+    #: Tokens of the synchronous commits whose callers wait; only their answers are kept (in
+    #: `commits`) until the caller takes them or gives up.
+    awaited_commits: set[int] = field(default_factory=set)
     #: Error events poll()/consume() hand out as messages (confluent-kafka's error messages).
     error_events: list[Message] = field(default_factory=list)
     #: on_commit reports decided on this thread, delivered by the next poll like the others.

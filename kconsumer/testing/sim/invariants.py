@@ -119,6 +119,8 @@ class Checker:
         self._lost: dict[str, set[Key]] = {}
         #: Records processed, reprocessing included (the drain's measure of progress).
         self.records_processed = 0
+        #: (member, commit token) answers reported as kept (`commit-answer-kept`), each once.
+        self._kept_answers: set[tuple[str, int]] = set()
 
     # -- reporting ------------------------------------------------------------------------------------
 
@@ -380,6 +382,7 @@ class Checker:
         core = proc.core
         epoch = core.member_epoch
         label = proc.label
+        self._check_commit_answers(proc)
         if epoch > 0:
             last = self._client_epochs.get(label, 0)
             if epoch < last:
@@ -439,6 +442,17 @@ class Checker:
                     f"{label} gave up {self._label(key)} before its application's "
                     "on_partitions_revoked returned",
                 )
+
+    def _check_commit_answers(self, proc: SimMember) -> None:
+        """The application core keeps a commit's answer only while a synchronous caller waits
+        for it (anything else would grow with every commit for as long as the consumer runs)."""
+        state = proc.app.core.state
+        kept = {(proc.label, token) for token in state.commits if token not in state.awaited_commits}
+        new = kept - self._kept_answers
+        if new:
+            self._kept_answers |= new
+            tokens = sorted(token for _label, token in new)
+            self.violation("commit-answer-kept", f"{proc.label} kept the answers of commits {tokens}")
 
     def _check_commit_epochs(self, proc: SimMember, epoch: int, effects: list[Effect]) -> None:
         """An OffsetCommit of partitions the member owns carries its epoch of the moment it is sent."""
