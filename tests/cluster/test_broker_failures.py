@@ -8,6 +8,7 @@ at the end the committed offsets reach the end of every partition."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,15 @@ TOPIC = "events"
 PARTITIONS = 6
 MemberFactory = Callable[..., Member]
 FeederFactory = Callable[..., Feeder]
+
+
+@pytest.fixture(autouse=True)
+def _member_traces(caplog: pytest.LogCaptureFixture) -> None:
+    """Two CI runs (of some twenty) hung here in the final synchronous commit, never reproduced
+    on a quiet machine: a failure's report carries every member's trace (``kconsumer.trace``,
+    one line per event its core handled) and kconsumer's INFO lines, to see where it waited."""
+    caplog.set_level(logging.INFO, logger="kconsumer")
+    caplog.set_level(logging.DEBUG, logger="kconsumer.trace")
 
 
 def three_brokers(backend: str, **options: Any) -> contextlib.AbstractContextManager[Cluster]:
