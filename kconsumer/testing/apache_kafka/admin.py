@@ -8,6 +8,7 @@ result at once, as with the reference cluster.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -468,13 +469,18 @@ class KafkaAdmin:
         return self.on_coordinator(group_id, describe)
 
     def list_groups(self, nodes: Iterable[int], types: Iterable[str] = ()) -> list[str]:
-        """The ids of the groups of every node (of the given types: ``consumer``, ``classic``)."""
+        """The ids of the groups of every node (of the given types: ``consumer``, ``classic``);
+        retriable errors (a coordinator still loading after a broker's restart) are retried."""
         found: set[str] = set()
-        for node in nodes:
+
+        def listed(node: int) -> list[str]:
             response = self.request(ListGroupsRequest(types_filter=list(types)), ListGroupsResponse, node)
             if response.error_code:
                 raise error_for(response.error_code, "ListGroups")
-            found.update(g.group_id for g in response.groups)
+            return [g.group_id for g in response.groups]
+
+        for node in nodes:
+            found.update(self.retrying(f"ListGroups on broker {node}", functools.partial(listed, node)))
         return sorted(found)
 
     def delete_group(self, group_id: str, timeout: float = 120.0) -> None:
