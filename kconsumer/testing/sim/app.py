@@ -409,6 +409,7 @@ class SimApp:
     def _wait_step(self) -> None:
         """One step of ``commit(asynchronous=False)`` waiting for its result."""
         if self._waiting_token is not None and self.world.sched.now > self._waiting_deadline:
+            self.core.forget_commit(self._waiting_token)  # as the facade does when it gives up
             self._waiting_token = None  # the facade raises a timeout to the application
         if self._waiting_token is None:
             self._in_poll = False
