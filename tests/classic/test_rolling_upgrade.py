@@ -11,7 +11,8 @@ user data. librdkafka's ``cooperative-sticky`` leader copies each member's subsc
 (its previous assignment) into that member's assignment, and Apache Kafka 4.x refuses to convert
 a group whose assignments carry user data (the consumer protocol has no field for it). So a
 cooperative-sticky group converts only while its members have not rebalanced since they started;
-the last test holds that refusal on both clusters (docs/classic-protocol.md, "Migration")."""
+the last test holds that refusal on both clusters (docs/classic-protocol.md, "User data in an
+assignment")."""
 
 from __future__ import annotations
 
