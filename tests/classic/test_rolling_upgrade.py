@@ -16,6 +16,8 @@ assignment")."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -43,6 +45,19 @@ def _settings(protocol: str, name: str, static: bool, assignor: str = "range") -
     return settings
 
 
+def _cluster(backend: str) -> AbstractContextManager[Cluster]:
+    """A cluster whose classic groups rebalance quickly (the members' heartbeats are 200 ms)."""
+    return open_cluster(
+        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
+    )
+
+
+def _all_owned(members: Iterable[ConfluentMember]) -> bool:
+    """Every partition owned by one of `members`, and each of them owning some."""
+    owned = [m.owned() for m in members]
+    return sum(len(o) for o in owned) == PARTITIONS and all(owned)
+
+
 def _group_kind(cluster: Cluster, group: str) -> str:
     if cluster.describe_classic_group(group) is not None:
         return "classic"
@@ -51,9 +66,7 @@ def _group_kind(cluster: Cluster, group: str) -> str:
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_rolling_upgrade_to_the_consumer_protocol_and_back(static: bool, backend: str) -> None:
-    with open_cluster(
-        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
-    ) as cluster:
+    with _cluster(backend) as cluster:
         cluster.create_topic(TOPIC, PARTITIONS)
         group = f"rolling-{'static' if static else 'dynamic'}"
         ledger = Ledger(cluster_committed(cluster, group))
@@ -69,9 +82,7 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(static: bool, backend
             return ConfluentMember(ledger, label, bootstrap, group, [TOPIC], settings=settings)
 
         def all_owned() -> bool:
-            return sum(len(m.owned()) for m in running.values()) == PARTITIONS and all(
-                m.owned() for m in running.values()
-            )
+            return _all_owned(running.values())
 
         def roll(to: str) -> None:
             for name in NAMES:
@@ -111,9 +122,7 @@ def test_a_cooperative_sticky_group_that_rebalanced_is_not_upgraded(backend: str
     member is then refused for good (GROUP_ID_NOT_FOUND on its join, which librdkafka, like the
     Java consumer and kconsumer, treats as fatal), the group stays classic and its members read on
     without a loss."""
-    with open_cluster(
-        backend, initial_rebalance_delay_ms=200, heartbeat_interval_ms=200, session_timeout_ms=6000
-    ) as cluster:
+    with _cluster(backend) as cluster:
         cluster.create_topic(TOPIC, PARTITIONS)
         group = "rolling-sticky"
         ledger = Ledger(cluster_committed(cluster, group))
@@ -127,7 +136,7 @@ def test_a_cooperative_sticky_group_that_rebalanced_is_not_upgraded(backend: str
         members = [classic("b1"), classic("c1")]
 
         def all_owned() -> bool:
-            return sum(len(m.owned()) for m in members) == PARTITIONS and all(m.owned() for m in members)
+            return _all_owned(members)
 
         wait_until(all_owned, timeout=60, what="two classic members consuming")
         members.append(classic("a1"))
