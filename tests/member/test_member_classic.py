@@ -434,3 +434,36 @@ def test_an_assignment_whose_topic_ids_could_not_be_read_is_not_resolved_later()
     assert not any(isinstance(call, MetadataCall) for call in step.to_any)
     [event] = step.events
     assert isinstance(event, ClassicResponseReceived) and event.error is ErrorCode.REBALANCE_IN_PROGRESS
+
+
+def test_a_joining_member_learns_its_topics_ids_first_and_leaves_out_a_topic_created_again_since() -> None:
+    """Simulation seed 1381343 (mixed): a classic member joined before it knew its subscribed
+    topic's id; the topic was deleted and created again between the SyncGroup answer (computed
+    for the old topic) and the Metadata answer for its names, so the member took the new topic's
+    partition, which nobody had given it. A JoinGroup now carries the subscribed names without a
+    known id, the session looks them up before sending it, and an assigned name whose id changed
+    since then is left out (the member joins again)."""
+    from kconsumer.protocol.uuid import Uuid
+
+    old, new = TOPIC_IDS["foo"], Uuid.from_int(999)
+    driver = classic()
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    joining = in_flight(driver)
+    assert joining.api is ClassicApi.JOIN and joining.unknown_topics == ("foo",)
+    driver.send(MetadataUpdated({old: "foo"}, {"foo": 2}))  # what the lookup found, before the join goes
+    answer(driver, member_id="m-1", generation=1, protocol_name="range", leader_id="m-0")
+    assert in_flight(driver).api is ClassicApi.SYNC
+    driver.send(MetadataUpdated({new: "foo"}, {"foo": 2}))  # the answer's names, after foo was recreated
+    effects = answer(driver, assignment={new: (0,)})
+    driver.settle()
+    assert not callbacks(effects + driver.all, CallbackKind.ASSIGNED)
+    again = in_flight(driver)
+    assert again.api is ClassicApi.JOIN and again.unknown_topics == ()  # its id is known now
+
+
+def test_a_join_whose_topics_ids_are_known_goes_at_once() -> None:
+    driver = classic()
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    answer(driver, error=ErrorCode.REBALANCE_IN_PROGRESS)  # joins again, with foo's id known
+    assert in_flight(driver).unknown_topics == ()

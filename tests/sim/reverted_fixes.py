@@ -155,6 +155,21 @@ def classic_sync_resolves_names_with_failed_metadata(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(classic_routes, "metadata_learnt", metadata_learnt)
 
 
+def classic_join_learns_no_topic_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, a classic member checked its assignment's names only against the topic
+    ids it happened to know when it joined: a subscribed topic it had no id for (created shortly
+    before) was taken by whatever id it had after the SyncGroup answer, the new topic's if it was
+    deleted and created again in between."""
+    original = ClassicExchange.learn_metadata
+
+    def learn_metadata(self: ClassicExchange, names: Any, partition_counts: Any) -> None:
+        at_join = dict(self._ids_at_join)
+        original(self, names, partition_counts)
+        self._ids_at_join = at_join
+
+    monkeypatch.setattr(ClassicExchange, "learn_metadata", learn_metadata)
+
+
 def offset_fetch_ignores_commits_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before the fix, the committed offsets of (re)assigned partitions were fetched while a commit
     of them was still being retried: it landed afterwards, and the member committed the older
@@ -252,5 +267,9 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "classic_leader_watches_only_its_own_topics": (
         classic_leader_watches_only_its_own_topics,
         frozenset({"liveness"}),
+    ),
+    "classic_join_learns_no_topic_ids": (
+        classic_join_learns_no_topic_ids,
+        frozenset({"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch"}),
     ),
 }

@@ -178,6 +178,8 @@ class ForClassic:
     #: assignment covers; a partition of those topics it leaves out, or gives out though it no
     #: longer exists, makes the leader rejoin.
     check: tuple[frozenset[str], frozenset[tuple[str, int]]] | None = None
+    #: A JoinGroup waiting for the ids of its subscribed topics (`SendClassicRequest.unknown_topics`).
+    join: SendClassicRequest | None = None
 
 
 Purpose = ForCore | ForAssignment | ForQuery | ForClassic

@@ -221,7 +221,13 @@ class ClassicExchange:
             self.announced = subscription
             self._joined_with = owned
             self._ids_at_join = {name: tid for tid, name in self._names.items()}
-            return self._sent(now_ms, ClassicApi.JOIN, self._join_request(subscription, owned))
+            unknown = (
+                ()
+                if subscription.pattern is not None
+                else tuple(sorted(set(subscription.topics) - set(self._ids_at_join)))
+            )
+            join = self._join_request(subscription, owned)
+            return self._sent(now_ms, ClassicApi.JOIN, join, unknown_topics=unknown)
         if self.phase is P.SYNC:
             request = SyncGroupRequest(
                 group_id=self._config.group_id,
@@ -297,6 +303,7 @@ class ClassicExchange:
         members: tuple[ClassicMember, ...] = (),
         strategy: str = "",
         leave: bool = False,
+        unknown_topics: tuple[str, ...] = (),
     ) -> SendClassicRequest:
         request_id = self._ids.next()
         self.schedule.sent(request_id, now_ms, self.generation, leave=leave)
@@ -305,7 +312,7 @@ class ClassicExchange:
         # waits for the leader's assignment just as long.
         waits = api in (ClassicApi.JOIN, ClassicApi.SYNC)
         timeout = self._config.rebalance_timeout_ms + _JOIN_GRACE_MS if waits else None
-        return SendClassicRequest(request_id, api, request, members, strategy, timeout)
+        return SendClassicRequest(request_id, api, request, members, strategy, timeout, unknown_topics)
 
     # -- answers --------------------------------------------------------------------------------
 
@@ -381,9 +388,11 @@ class ClassicExchange:
         return ClassicAccepted(self.member_id, self.generation)
 
     def _recreated_since_join(self, target: Mapping[Uuid, list[int]]) -> set[Uuid]:
-        """Assigned topics whose name meant another topic id when the member joined. The
+        """Assigned topics whose name meant another topic id when the member joined (the ids it
+        knew then, and those a lookup found before the JoinGroup went: `unknown_topics`). The
         assignment names topics: one deleted and created again since may be the old topic (gone)
-        for the leader or the coordinator. The member does not take it; a rejoin assigns it anew."""
+        for the leader or the coordinator. The member does not take it; a rejoin assigns it anew
+        (simulation seed 1381343, mixed)."""
         return {t for t in target if self._ids_at_join.get(self._names.get(t, ""), t) != t}
 
     def _may_keep(
@@ -466,6 +475,9 @@ class ClassicExchange:
             self._changed = self._changed or existing != self._existing  # `send` compares the matches
             self._existing = existing
         self._names.update(names)
+        if self._in_flight is ClassicApi.JOIN:  # what the names meant when the member joined
+            for topic_id, name in names.items():
+                self._ids_at_join.setdefault(name, topic_id)
         topics = set(self.announced.topics if self.announced is not None else ()) | self._led_topics()
         ids = {name: tid for tid, name in names.items()}
         view = {t: (ids.get(t), partition_counts.get(t)) for t in sorted(topics)}

@@ -9,7 +9,8 @@ fetch or compute before it can send them, and how their answers become events fo
 * A SyncGroup answer names topics; the core works by topic id: the names are resolved after a
   Metadata request for them (the ids of a topic deleted and created again under its name
   change). The core hears of the names (`MetadataUpdated`) before the answer, so it reconciles
-  without another round trip.
+  without another round trip. So that it can tell such a topic from the one it joined for, a
+  JoinGroup whose subscribed topics include names without a known id looks them up first.
 * A LeaveGroup a static member does not send is answered at once.
 """
 
@@ -118,8 +119,15 @@ def start(effect: SendClassicRequest) -> SessionStep:
         topics = tuple(sorted(subscribed_topics(_joined(effect.members))))
         metadata = MetadataCall(topics, None, ForClassic(effect.request_id, effect=effect))
         return SessionStep(to_any=[metadata])
-    call = ClassicCall(effect.request_id, effect.api, effect.request, effect.timeout_ms)
-    return SessionStep(to_coordinator=[call])
+    if effect.api is ClassicApi.JOIN and effect.unknown_topics:
+        purpose = ForClassic(effect.request_id, join=effect)
+        return SessionStep(to_any=[MetadataCall(effect.unknown_topics, None, purpose)])
+    return SessionStep(to_coordinator=[_call(effect)])
+
+
+def _call(effect: SendClassicRequest) -> ClassicCall:
+    assert effect.request is not None  # (a static member's unsent leave is answered in `start`)
+    return ClassicCall(effect.request_id, effect.api, effect.request, effect.timeout_ms)
 
 
 def metadata_learnt(
@@ -130,7 +138,13 @@ def metadata_learnt(
     asked for as the answer came (a topic created again under its name has a new id); when that
     request fails, the member joins again instead of resolving the names later: by the time a
     retry answers, a name may mean a topic created since, which the assignment never gave it
-    (simulation seed 1301784, mixed)."""
+    (simulation seed 1301784, mixed). A JoinGroup's lookup (`ForClassic.join`) tells the core
+    the ids, then sends the request (as it is when the lookup failed)."""
+    if purpose.join is not None:  # the core learns the ids, then the JoinGroup goes (failed: as is)
+        known: list[ev.Event] = []
+        if not failed:
+            known.append(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
+        return SessionStep(events=known, to_coordinator=[_call(purpose.join)])
     effect = purpose.effect
     if failed and effect is None:
         log.info("the assigned topics' metadata failed: joining the group again")

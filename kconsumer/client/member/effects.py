@@ -98,6 +98,10 @@ class SendClassicRequest(Effect):
     strategy: str = ""
     timeout_ms: int | None = None
     """How long the answer may take (JoinGroup and SyncGroup: the rebalance timeout and more)."""
+    unknown_topics: tuple[str, ...] = ()
+    """A JoinGroup's subscribed topics whose ids the member does not know: the session looks them
+    up before it sends the request, so that the assignment's names can be checked against the
+    topics they meant when the member joined (`MetadataUpdated` first, then the JoinGroup)."""
 
 
 @dataclass(frozen=True)
