@@ -306,11 +306,8 @@ class AIOConsumer:
         if not isinstance(started, int):
             return started
         _runtime, app = engine.group()
-        try:
+        with app.waiting_for_commit(started):  # a timeout or a cancellation forgets the answer
             await self._wait(lambda core: core.commit_finished(started), DEFAULT_API_TIMEOUT_S)
-        except BaseException:  # a timeout, a cancellation: the answer is not waited for any more
-            app.forget_commit(started)
-            raise
         return app.finish_commit(started)
 
     async def committed(

@@ -319,11 +319,8 @@ class Consumer(HandleFacade):
         if not isinstance(started, int):
             return started
         app = self._group()[1]
-        try:
+        with app.waiting_for_commit(started):
             self._wait(lambda a: a.commit_finished(started), DEFAULT_API_TIMEOUT_S)
-        except BaseException:
-            app.forget_commit(started)
-            raise
         return app.finish_commit(started)
 
     def _start_commit(

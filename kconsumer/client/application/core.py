@@ -19,11 +19,12 @@ commit and callback; no record of it is returned after that.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import logging
 import queue
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -536,6 +537,16 @@ class ApplicationCore:
         cancellation): its answer, now or later, is not kept."""
         self.state.awaited_commits.discard(token)
         self.state.commits.pop(token, None)
+
+    @contextlib.contextmanager
+    def waiting_for_commit(self, token: int) -> Iterator[None]:
+        """Around a caller's wait for the synchronous commit `token` (blocking or awaited): if
+        the wait ends by an exception (a timeout, a cancellation), the answer is forgotten."""
+        try:
+            yield
+        except BaseException:
+            self.forget_commit(token)
+            raise
 
     def _commit_finished(self, work: CommitFinished) -> None:
         """As librdkafka's offset_commit_cb: ``on_commit(error, offsets)`` for asynchronous and
