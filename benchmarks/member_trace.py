@@ -1,15 +1,15 @@
 """The rebalance benchmark's member trace (``KCONSUMER_BENCH_TRACE``): each member process
 writes its callbacks and, for kconsumer, the ``kconsumer.trace`` lines of its member, with
 monotonic times (the parent's reports use the same clock); a confluent-kafka member writes
-librdkafka's group and protocol debug lines beside them. A hand-over reads request by request,
-for both clients."""
+librdkafka's group and protocol debug lines beside them, a Java consumer its client's request and
+membership debug lines. A hand-over reads request by request, for each client."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
-from typing import Any
+from typing import IO, Any
 
 #: Set to a folder, each kconsumer member writes its member's trace there (``<name>.log``: the
 #: ``kconsumer.trace`` lines, each event and effect of the member with its monotonic time, and
@@ -67,3 +67,31 @@ def librdkafka_trace(directory: str, name: str) -> dict[str, Any]:
     os.dup2(descriptor, 2)
     os.close(descriptor)
     return {"debug": "cgrp,protocol"}
+
+
+#: The Java client's loggers a hand-over is read from (slf4j-simple names, at DEBUG): every request
+#: sent and answer received (heartbeats, offset fetches, fetches), the membership manager's steps
+#: (target updated, reconciling, callbacks, state changes), the heartbeat and commit managers.
+JAVA_TRACED_LOGGERS = (
+    "org.apache.kafka.clients.NetworkClient",
+    "org.apache.kafka.clients.consumer.internals.ConsumerMembershipManager",
+    "org.apache.kafka.clients.consumer.internals.ConsumerHeartbeatRequestManager",
+    "org.apache.kafka.clients.consumer.internals.CommitRequestManager",
+)
+
+
+def java_trace(directory: str, name: str) -> tuple[list[str], IO[str]]:
+    """For a Java consumer member: the JVM options that log its hand-over (`JAVA_TRACED_LOGGERS`
+    at DEBUG, wall-clock times in milliseconds) and the file to give the JVM as standard error,
+    `directory`/`name`.java.log, whose first line gives this process's monotonic clock minus the
+    wall clock (as `librdkafka_trace`'s)."""
+    path = os.path.join(directory, f"{name}.java.log")
+    out = open(path, "w")  # noqa: SIM115 - the JVM's standard error for as long as it runs
+    out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
+    out.flush()
+    options = [f"-Dorg.slf4j.simpleLogger.log.{logger}=debug" for logger in JAVA_TRACED_LOGGERS]
+    options += [
+        "-Dorg.slf4j.simpleLogger.showDateTime=true",
+        "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+    ]
+    return options, out

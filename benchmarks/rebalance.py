@@ -48,7 +48,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import GroupTimers, broker, log
-from .member_trace import TRACE_VARIABLE, librdkafka_trace, trace_callbacks
+from .member_trace import TRACE_VARIABLE, java_trace, librdkafka_trace, trace_callbacks
 from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
 
 #: (name, broker, client kind) in report order.
@@ -132,7 +132,7 @@ def _member(
         if kind != "kconsumer":
             traced = librdkafka_trace(trace_dir, name)
     if kind == "java-consumer":
-        _java_member(send, conn, bootstrap, group, name, instance_id)
+        _java_member(send, conn, bootstrap, group, name, instance_id, trace_dir)
         return
     factory = Consumer if kind == "kconsumer" else ck.Consumer
     consumer = factory({**_client_config(kind, bootstrap, group, instance_id), **traced})
@@ -154,20 +154,35 @@ def _member(
 
 
 def _java_member(
-    send: Any, conn: Connection, bootstrap: str, group: str, name: str, instance_id: str | None
+    send: Any,
+    conn: Connection,
+    bootstrap: str,
+    group: str,
+    name: str,
+    instance_id: str | None,
+    trace_dir: str | None,
 ) -> None:
     """The Java client's consumer (auto-commit on, as its defaults) in a process of its own,
-    its reports relayed to the parent with this process's clock."""
+    its reports relayed to the parent with this process's clock (with `trace_dir`, its
+    hand-over's debug lines go to a file there: `member_trace.java_trace`)."""
     import json
     import subprocess
 
     from peers.build import java_peer
 
-    command = [*java_peer(), "consume", "--bootstrap", bootstrap, "--group", group, "--name", name]
-    command += ["--topics", TOPIC, "--commit-every-ms", "5000", "--prop", "enable.auto.commit=true"]
+    java, *program = java_peer()
+    options: list[str] = []
+    log = None
+    if trace_dir:
+        options, log = java_trace(trace_dir, name)
+    command = [java, *options, *program, "consume", "--bootstrap", bootstrap, "--group", group]
+    command += ["--name", name, "--topics", TOPIC, "--commit-every-ms", "5000"]
+    command += ["--prop", "enable.auto.commit=true"]
     if instance_id is not None:
         command += ["--instance-id", instance_id]
-    peer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    peer = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1
+    )
     assert peer.stdin is not None and peer.stdout is not None
     stdin = peer.stdin
 

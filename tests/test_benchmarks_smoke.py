@@ -19,7 +19,7 @@ if ROOT not in sys.path:  # `benchmarks` is a top-level folder, not part of the 
     sys.path.insert(0, ROOT)
 
 from benchmarks import __main__ as cli  # noqa: E402
-from benchmarks import async_iteration, coordinator_scale, rebalance_measure, report  # noqa: E402
+from benchmarks import async_iteration, coordinator_scale, member_trace, rebalance_measure, report  # noqa: E402
 from benchmarks.common import broker, machine  # noqa: E402
 
 
@@ -40,6 +40,20 @@ def test_coordinator_pieces_on_a_small_group() -> None:
 def test_every_async_iteration_form_hands_out_every_record() -> None:
     best = async_iteration.measure(records=2_000, repetitions=1)
     assert set(best) == set(async_iteration.forms(1)) and all(0 < ns < 1e6 for ns in best.values())
+
+
+def test_a_java_members_trace_goes_to_a_file_of_its_own_that_gives_its_clock(tmp_path: pathlib.Path) -> None:
+    options, log = member_trace.java_trace(str(tmp_path), "m1")
+    log.write("the JVM's standard error\n")
+    log.close()
+    clock, jvm = (tmp_path / "m1.java.log").read_text().splitlines()
+    assert clock.startswith("monotonic-minus-wall ") and float(clock.split()[1])
+    assert jvm == "the JVM's standard error"
+    debug = {
+        o.split("=")[0].removeprefix("-Dorg.slf4j.simpleLogger.log.") for o in options if o.endswith("=debug")
+    }
+    assert debug == set(member_trace.JAVA_TRACED_LOGGERS)
+    assert "-Dorg.slf4j.simpleLogger.showDateTime=true" in options
 
 
 def test_rebalance_measures_from_an_event_log() -> None:
