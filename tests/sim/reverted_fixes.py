@@ -1,5 +1,6 @@
 """The core bugs the simulation found, brought back by monkeypatching (test only): each function
-undoes one fix, so the regression test can check that its seed still catches the bug."""
+undoes one fix, so the regression test can check that its seed still catches the bug. The
+checker's own mistakes (`CHECKER_REVERTS`) are undone the same way by `test_checker.py`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from kconsumer.client.member.offset_requests import TOPIC_GONE
 from kconsumer.client.member.reconciler import Reconciler, Release
 from kconsumer.client.member.state import HEARTBEATING
 from kconsumer.errors import ErrorCode
+from kconsumer.testing.sim.invariants import Checker
 
 Revert = Callable[[pytest.MonkeyPatch], None]
 
@@ -271,5 +273,34 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "classic_join_learns_no_topic_ids": (
         classic_join_learns_no_topic_ids,
         frozenset({"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch"}),
+    ),
+}
+
+
+def checker_counts_only_members_gone_as_zombies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, the checker counted as zombies only members the group no longer had; a
+    static classic member the generation went on without (Kafka keeps it in the group) is one
+    too, until it hears ILLEGAL_GENERATION."""
+    monkeypatch.setattr(Checker, "_zombie", lambda self, proc: proc.group_member_id not in self.members)
+
+
+def checker_compares_client_epochs_with_stored_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, the checker compared a member's epoch with the stored generations only;
+    a generation a JoinGroup handed out is never stored when its SyncGroup fails, yet the
+    member heartbeats with it."""
+    stored_only = property(lambda self: self.max_group_epoch, lambda self, value: None)
+    monkeypatch.setattr(Checker, "max_epoch_handed_out", stored_only, raising=False)
+
+
+#: The checker's mistakes, each undone with the first violation kind it then reports on a seed
+#: of `tests/sim/test_checker.py` (mixed), where the reports were wrong.
+CHECKER_REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
+    "checker_counts_only_members_gone_as_zombies": (
+        checker_counts_only_members_gone_as_zombies,
+        frozenset({"double-hold"}),
+    ),
+    "checker_compares_client_epochs_with_stored_generations": (
+        checker_compares_client_epochs_with_stored_generations,
+        frozenset({"client-epoch"}),
     ),
 }

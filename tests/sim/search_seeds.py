@@ -1,7 +1,8 @@
 """Seeds for the simulation's regression and mutation tests.
 
-Searching (default): new seeds for a regression whose seed changed course (``test_regressions``)
-or for a mutation (``mutations``). A seed qualifies when it passes as the code is and, with the fix
+Searching (default): new seeds for a regression whose seed changed course (``test_regressions``),
+for a checker test (``reverted_fixes.CHECKER_REVERTS``, ``test_checker``) or for a mutation
+(``mutations``). A seed qualifies when it passes as the code is and, with the fix
 undone (or the mutation on), its first violation is one of the kinds expected.
 
 Counting (``--count``): how many seeds of a range report a violation with the fix undone (or the
@@ -11,6 +12,7 @@ catches it.
     python tests/sim/search_seeds.py auto_commit_includes_revoking --from 0 --to 400 --want 2
     python tests/sim/search_seeds.py members_fetch_unstable_offsets --protocols transactional
     python tests/sim/search_seeds.py retried_commit_keeps_its_first_epoch --count --from 530000 --to 530399
+    python tests/sim/search_seeds.py checker_compares_client_epochs_with_stored_generations --protocols mixed
 """
 
 from __future__ import annotations
@@ -27,14 +29,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutations import MIXED_MUTATIONS, MUTATIONS, TRANSACTIONAL_MUTATIONS
-from reverted_fixes import REVERTS
+from reverted_fixes import CHECKER_REVERTS, REVERTS
 
 from kconsumer.testing.sim import run_seed
 
 
 def _undo(name: str) -> tuple[Callable[[pytest.MonkeyPatch], None], frozenset[str]]:
-    if name in REVERTS:
-        revert, kinds = REVERTS[name]
+    if name in REVERTS or name in CHECKER_REVERTS:
+        revert, kinds = {**REVERTS, **CHECKER_REVERTS}[name]
         return revert, frozenset(kinds)
     if name in TRANSACTIONAL_MUTATIONS:
         mutate, _seed, kinds = TRANSACTIONAL_MUTATIONS[name]
@@ -79,7 +81,9 @@ def count(name: str, protocols: str, first: int, last: int) -> tuple[Counter[str
 def main(argv: list[str] | None = None) -> int:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
-    parser.add_argument("name", help="a reverted fix (reverted_fixes.REVERTS) or a mutation (mutations)")
+    parser.add_argument(
+        "name", help="a reverted fix (reverted_fixes.REVERTS, CHECKER_REVERTS) or a mutation (mutations)"
+    )
     parser.add_argument("--protocols", default="consumer", help="consumer, mixed or transactional")
     parser.add_argument("--from", dest="first", type=int, default=0)
     parser.add_argument("--to", dest="last", type=int, default=2000)
