@@ -54,15 +54,22 @@ def trace_callbacks(callback: Any, directory: str, name: str) -> Any:
     return traced
 
 
+def _wall_clock_log(directory: str, filename: str) -> str:
+    """Create `directory`/`filename` for a client's own log lines, which carry wall-clock times:
+    its first line gives this process's monotonic clock minus the wall clock. Returns its path."""
+    path = os.path.join(directory, filename)
+    with open(path, "w") as out:
+        out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
+    return path
+
+
 def librdkafka_trace(directory: str, name: str) -> dict[str, Any]:
     """For a confluent-kafka member: librdkafka's own log lines (group and protocol debugging:
     every request sent and answer received) go to `directory`/`name`.rdkafka.log, the process's
     standard error, written by librdkafka's threads as they happen (wall-clock times; the file's
     first line gives this process's monotonic clock minus the wall clock, to set them beside the
     reports). Returns the settings to add to the consumer's configuration."""
-    path = os.path.join(directory, f"{name}.rdkafka.log")
-    with open(path, "w") as out:
-        out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
+    path = _wall_clock_log(directory, f"{name}.rdkafka.log")
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND)
     os.dup2(descriptor, 2)
     os.close(descriptor)
@@ -85,10 +92,8 @@ def java_trace(directory: str, name: str) -> tuple[list[str], IO[str]]:
     at DEBUG, wall-clock times in milliseconds) and the file to give the JVM as standard error,
     `directory`/`name`.java.log, whose first line gives this process's monotonic clock minus the
     wall clock (as `librdkafka_trace`'s)."""
-    path = os.path.join(directory, f"{name}.java.log")
-    out = open(path, "w")  # noqa: SIM115 - the JVM's standard error for as long as it runs
-    out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
-    out.flush()
+    path = _wall_clock_log(directory, f"{name}.java.log")
+    out = open(path, "a")  # noqa: SIM115 - the JVM's standard error, closed by the caller
     options = [f"-Dorg.slf4j.simpleLogger.log.{logger}=debug" for logger in JAVA_TRACED_LOGGERS]
     options += [
         "-Dorg.slf4j.simpleLogger.showDateTime=true",

@@ -172,17 +172,19 @@ def _java_member(
 
     java, *program = java_peer()
     options: list[str] = []
-    log = None
+    trace_file = None  # (not `log`: that is the benchmark's logging function)
     if trace_dir:
-        options, log = java_trace(trace_dir, name)
+        options, trace_file = java_trace(trace_dir, name)
     command = [java, *options, *program, "consume", "--bootstrap", bootstrap, "--group", group]
     command += ["--name", name, "--topics", TOPIC, "--commit-every-ms", "5000"]
     command += ["--prop", "enable.auto.commit=true"]
     if instance_id is not None:
         command += ["--instance-id", instance_id]
     peer = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=trace_file, text=True, bufsize=1
     )
+    if trace_file is not None:
+        trace_file.close()  # the JVM writes to its own copy of the descriptor
     assert peer.stdin is not None and peer.stdout is not None
     stdin = peer.stdin
 

@@ -39,6 +39,7 @@ from kconsumer.protocol.consumer_protocol import (
     encode_consumer_protocol,
 )
 from kconsumer.protocol.messages.classic_group import JoinGroupRequest
+from kconsumer.protocol.uuid import Uuid
 
 S = MemberState
 INTERVAL = 1_000
@@ -443,8 +444,6 @@ def test_a_joining_member_learns_its_topics_ids_first_and_leaves_out_a_topic_cre
     partition, which nobody had given it. A JoinGroup now carries the subscribed names without a
     known id, the session looks them up before sending it, and an assigned name whose id changed
     since then is left out (the member joins again)."""
-    from kconsumer.protocol.uuid import Uuid
-
     old, new = TOPIC_IDS["foo"], Uuid.from_int(999)
     driver = classic()
     driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))

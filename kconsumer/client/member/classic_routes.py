@@ -141,9 +141,7 @@ def metadata_learnt(
     (simulation seed 1301784, mixed). A JoinGroup's lookup (`ForClassic.join`) tells the core
     the ids, then sends the request (as it is when the lookup failed)."""
     if purpose.join is not None:  # the core learns the ids, then the JoinGroup goes (failed: as is)
-        known: list[ev.Event] = []
-        if not failed:
-            known.append(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
+        known: list[ev.Event] = [] if failed else [cluster.topics_known()]
         return SessionStep(events=known, to_coordinator=[_call(purpose.join)])
     effect = purpose.effect
     if failed and effect is None:
@@ -154,7 +152,7 @@ def metadata_learnt(
         )
     if effect is not None:  # the leader assigns with these counts: the exchange keeps them
         step = runs.assign(purpose.core_id, effect, cluster)
-        step.events.insert(0, ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
+        step.events.insert(0, cluster.topics_known())
         return step
     if purpose.check is not None:
         missing = unassigned(purpose.check, cluster.partition_counts)
@@ -283,7 +281,7 @@ def _synced(
         assignment[topic_id] = tuple(p for p in partitions if p < count)
     return SessionStep(
         events=[
-            ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)),
+            cluster.topics_known(),
             ev.ClassicResponseReceived(
                 core_id, assignment=assignment, user_data=data, held_back=runs.synced(core_id)
             ),

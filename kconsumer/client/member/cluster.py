@@ -28,6 +28,7 @@ from ...protocol.messages.metadata import (
 )
 from ...protocol.uuid import ZERO_UUID, Uuid
 from .effects import Node
+from .events import MetadataUpdated
 from .model import PartitionOffset, TopicIdPartition
 
 #: The first Metadata version whose topics can be looked up by id.
@@ -112,6 +113,10 @@ class ClusterView:
             elif ids:
                 wanted = None
         return MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+
+    def topics_known(self) -> MetadataUpdated:
+        """The topics' ids, names and partition counts as the core learns them (a copy)."""
+        return MetadataUpdated(dict(self.topic_names), dict(self.partition_counts))
 
     def absorb(self, response: MetadataResponse, every_topic: bool = False) -> None:
         """Learn brokers, topic ids and names, partition counts and leaders (a topic recreated

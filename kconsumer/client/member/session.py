@@ -436,8 +436,7 @@ class MemberSession:
 
     def _metadata_done(self, purpose: Purpose, failed: bool = False) -> None:
         if isinstance(purpose, ForCore):
-            cluster = self.cluster
-            self._feed(ev.MetadataUpdated(dict(cluster.topic_names), dict(cluster.partition_counts)))
+            self._feed(self.cluster.topics_known())
         elif isinstance(purpose, ForAssignment):
             self._carry_out(self._assignment.on_names(purpose.run_id, self.cluster.topic_names))
         elif isinstance(purpose, ForClassic):
