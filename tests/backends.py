@@ -26,8 +26,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from kconsumer.testing import ApacheKafka, ApacheKafkaUnavailable, ReferenceCluster
+from kconsumer.testing.descriptions import ClassicGroupDescription
 
 REFERENCE, KAFKA = "reference", "kafka"
 BACKENDS = (REFERENCE, KAFKA)
@@ -131,6 +133,17 @@ def _hashable(value: Any) -> Any:
 
 
 _POOL = KafkaPool()
+
+
+def stable_classic_group(cluster: Cluster, group_id: str, timeout: float = 30.0) -> ClassicGroupDescription:
+    """The classic group's description once it is Stable: only then does DescribeGroups name its
+    protocol and its members' metadata (a member may be rejoining when a test looks)."""
+
+    def stable() -> ClassicGroupDescription | None:
+        description = cluster.describe_classic_group(group_id)
+        return description if description is not None and description.state == "Stable" else None
+
+    return wait_until(stable, timeout=timeout, what=f"classic group {group_id!r} to be Stable")
 
 
 def kafka_pool() -> KafkaPool:

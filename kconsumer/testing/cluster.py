@@ -426,17 +426,20 @@ class ReferenceCluster(ClusterBrokers):
 
     def describe_classic_group(self, group_id: str) -> ClassicGroupDescription | None:
         """The classic group as DescribeGroups shows it (state, protocol, members with their
-        metadata for the chosen protocol and assignment), or None if there is no such group."""
+        metadata for the chosen protocol and assignment), or None if there is no such group.
+        As on Apache Kafka, the protocol and the members' metadata are shown while the group is
+        Stable only (empty during a rebalance)."""
         group = self.classic_group_state(group_id)
         if group is None or group.state.value == "Dead":
             return None
+        protocol = (group.protocol_name or "") if group.state.value == "Stable" else ""
         members = {
             m.member_id: ClassicMemberDescription(
                 member_id=m.member_id,
                 instance_id=m.instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                protocol_metadata=m.metadata(group.protocol_name),
+                protocol_metadata=m.metadata(protocol),
                 assignment=m.assignment,
             )
             for m in group.members.values()
@@ -445,7 +448,7 @@ class ReferenceCluster(ClusterBrokers):
             group_id=group_id,
             state=group.state.value,
             protocol_type=group.protocol_type or "",
-            protocol_name=group.protocol_name or "",
+            protocol_name=protocol,
             members=dict(sorted(members.items())),
         )
 

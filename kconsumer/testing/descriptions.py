@@ -87,7 +87,9 @@ class ClassicMemberDescription:
 @dataclass(frozen=True)
 class ClassicGroupDescription:
     """A classic group: state (``Empty``, ``PreparingRebalance``, ``CompletingRebalance``,
-    ``Stable``), protocol type and chosen protocol, members by member id."""
+    ``Stable``), protocol type and chosen protocol, members by member id. The chosen protocol and
+    the members' metadata are those of a Stable group: during a rebalance both are empty (as
+    Kafka's DescribeGroups shows them); the members' last assignments are always there."""
 
     group_id: str
     state: str

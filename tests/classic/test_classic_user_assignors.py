@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from backends import Cluster, open_cluster
+from backends import Cluster, open_cluster, stable_classic_group
 from consumer_harness import Feeder, Ledger, Member, cluster_committed, config, wait_until
 
 from kconsumer import (
@@ -170,8 +170,7 @@ def test_a_user_assignor_sees_the_members_user_data_and_its_bytes_reach_each_mem
         # Labels a, b, c deal partitions 0/3, 1/4, 2/5 (members b and a joined first).
         by_label = {m.name: _partitions(m) for m in members}
         assert by_label == {"a": {0, 3}, "b": {1, 4}, "c": {2, 5}}
-        description = cluster.describe_classic_group(group)
-        assert description is not None and description.protocol_name == "label-order"
+        assert stable_classic_group(cluster, group).protocol_name == "label-order"
         leader_specs = [s for a in assignors.values() for s in a.specs]
         last = leader_specs[-1]
         assert sorted(m.metadata.data for m in last.members.values()) == [b"a", b"b", b"c"]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import stable_classic_group
 from waiting import wait_until
 
 from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
@@ -192,8 +193,8 @@ def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     cluster, (first, second) = workers
     create_ticks(first)
     spread = wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
-    group = cluster.describe_classic_group(GROUP)
-    assert group is not None and group.protocol_type == "connect" and len(group.members) == 2
+    group = stable_classic_group(cluster, GROUP)
+    assert group.protocol_type == "connect" and len(group.members) == 2
     assert group.protocol_name in ("sessioned", "compatible")
     deadline = time.monotonic() + 10  # the group's last generation may still be completing
     while True:

@@ -255,6 +255,23 @@ def classic_join_sync_heartbeat_leave(s: Script) -> None:
 
 
 @scenario(initial_rebalance_delay_ms=0)
+def classic_group_described_while_rebalancing(s: Script) -> None:
+    """DescribeGroups names the group's protocol and members' metadata only while it is Stable:
+    during a rebalance (here CompletingRebalance, the only member rejoined) Kafka leaves them out."""
+    s.topic("t", 2)
+    member = _classic_member(s, "rebalancing", "C")
+    member.join_and_sync("join and sync")
+    member.join("rejoin")
+    s.call(
+        "describe while completing the rebalance",
+        DescribeGroupsRequest(groups=["rebalancing"]),
+        group="rebalancing",
+    )
+    member.join_and_sync("sync again")
+    s.call("describe once stable", DescribeGroupsRequest(groups=["rebalancing"]), group="rebalancing")
+
+
+@scenario(initial_rebalance_delay_ms=0)
 def classic_group_upgraded_by_a_consumer_member(s: Script) -> None:
     """A consumer-protocol member joins a classic group that has a member: Kafka converts the
     group (online migration); the classic member keeps working through its old APIs."""

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backends import Cluster, open_cluster
+from backends import Cluster, open_cluster, stable_classic_group
 from consumer_harness import wait_until
 
 from kconsumer import Consumer, KafkaError, KafkaException
@@ -224,8 +224,8 @@ def test_classic_workers_share_and_hand_over_units_on_apache_kafka(cluster: Clus
 
     try:
         wait_until(lambda: spread({"a", "b"}), timeout=60, what="both workers running units")
-        description = cluster.describe_classic_group("classic-workers")
-        assert description is not None and description.protocol_type == "connect"
+        description = stable_classic_group(cluster, "classic-workers")
+        assert description.protocol_type == "connect"
         assert description.protocol_name == "sessioned"
         a.close(20)
         wait_until(lambda: spread({"b"}), timeout=60, what="b running every unit")

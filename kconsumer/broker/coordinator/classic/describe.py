@@ -66,12 +66,14 @@ def describe_groups(ctx: Context, request: DescribeGroupsRequest, version: int) 
 
 
 def _classic(group: ClassicGroup) -> DescribedGroup:
+    """Kafka names the protocol and the members' metadata of a Stable group only; their
+    assignments (the last ones given) in every state."""
     stable = group.state == ClassicState.STABLE
     return DescribedGroup(
         group_id=group.group_id,
         group_state=group.state.value,
         protocol_type=group.protocol_type or "",
-        protocol_data=group.protocol_name or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
         members=[
             DescribedGroupMember(
                 member_id=m.member_id,
@@ -79,7 +81,7 @@ def _classic(group: ClassicGroup) -> DescribedGroup:
                 client_id=m.client_id,
                 client_host=m.client_host,
                 member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                member_assignment=m.assignment if stable else b"",
+                member_assignment=m.assignment,
             )
             for m in group.members.values()
         ],
