@@ -171,6 +171,8 @@ class Member:
         self.lost: list[set[Key]] = []
         self.assigned_calls = self.revoked_calls = self.lost_calls = 0
         self.commit_failures: list[BaseException] = []
+        #: Those of `commit_failures` made while closing (on_revoke's commit of close()).
+        self.closing_commit_failures: list[BaseException] = []
         #: Next offset to consume of each partition it consumed (what it commits).
         self.next_offsets: dict[Key, int] = {}
         self._stop = threading.Event()
@@ -226,6 +228,8 @@ class Member:
             )
         except KafkaException as exc:
             self.commit_failures.append(exc)
+            if self._stop.is_set():
+                self.closing_commit_failures.append(exc)
             return None
         return offsets
 
