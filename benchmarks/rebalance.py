@@ -7,7 +7,9 @@ assigned, revoked or lost (its rebalance callbacks) and (partition, offset) of e
 
 Events, in one run per group (dynamic members): a member **joins**, then an original member
 **leaves** cleanly (``close()``), both repeated `Settings.repeats` times (their cost depends on
-where each member is in its heartbeat interval, which varies); a member **crashes** (SIGKILL: no
+where each member is in its heartbeat interval, which varies; without joins a member starts after
+each leave, unmeasured, so every leave is from a group of N, and the only member's leave starts a
+replacement at once); a member **crashes** (SIGKILL: no
 leave, its partitions wait for the session timeout; when it was the only member a replacement
 starts at once); a **rolling restart**
 of every member (each closes, a new process starts, the next restart waits until the newcomer owns
@@ -483,10 +485,19 @@ def _dynamic_run(
                 spare = group.spawn()
             if "leave" in events:
                 victim = group.live()[0]
+                alone = len(group.live()) == 1
                 since = time.monotonic()
                 group.leave(victim)
+                note = ""
+                if alone:  # nobody would take its partitions over
+                    group.start(spare)
+                    spare = group.spawn()
+                    note = "only member: a replacement started at once"
                 ok, until = group.wait_converged(since, _settle_timeout(n))
-                results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until))
+                results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until, note))
+                if "join" not in events and not alone:  # the next leave from a group of the same size
+                    group.wait_converged(group.start(spare), _settle_timeout(n))
+                    spare = group.spawn()
         if "crash" in events:
             victim = group.live()[0]
             alone = len(group.live()) == 1
