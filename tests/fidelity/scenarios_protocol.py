@@ -3,6 +3,7 @@ ListGroups) and of classic groups, the classic → consumer upgrade, and group d
 
 from __future__ import annotations
 
+import threading
 import time
 
 from members import ScriptedMember, converge
@@ -41,7 +42,13 @@ from kconsumer.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
 )
+from kconsumer.protocol.messages.offsets import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from kconsumer.protocol.uuid import ZERO_UUID, Uuid
+from kconsumer.testing.wire import WireClient
 
 # -- Metadata ------------------------------------------------------------------------------------------
 
@@ -155,7 +162,9 @@ class ClassicMember:
         self.member_id = ""
         self.generation = -1
 
-    def join(self, label: str | None = None) -> JoinGroupResponse:
+    def join(self, label: str | None = None, via: WireClient | None = None) -> JoinGroupResponse:
+        """JoinGroup (observed under `label`), on the script's connection or on `via` (another
+        connection to the coordinator: the script's stays free while this one waits)."""
         metadata = encode_consumer_protocol(
             ConsumerSubscription(topics=[self.s.t(t) for t in self.topics]), 3
         )
@@ -168,7 +177,9 @@ class ClassicMember:
             protocol_type="consumer",
             protocols=[JoinGroupRequestProtocol(name="range", metadata=metadata)],
         )
-        answer = self.s.send(request, group=self.group)
+        answer = (
+            self.s.send(request, group=self.group) if via is None else via.call(request, JoinGroupResponse)
+        )
         assert isinstance(answer, JoinGroupResponse)
         if label is not None:
             plain = self.s.plain(answer)
@@ -191,6 +202,16 @@ class ClassicMember:
         answer = self.join(None if label is None else f"{label}: join")
         if answer.error_code:  # MEMBER_ID_REQUIRED: join again with the id
             answer = self.join(None if label is None else f"{label}: join with the id")
+        self.sync(answer, label, takes, user_data)
+
+    def sync(
+        self,
+        answer: JoinGroupResponse,
+        label: str | None = None,
+        takes: dict[str, list[int]] | None = None,
+        user_data: bytes | None = None,
+    ) -> None:
+        """SyncGroup after `answer` (see `join_and_sync`)."""
         assignments = []
         if answer.leader == answer.member_id:
             mine = ConsumerAssignment(
@@ -269,6 +290,67 @@ def classic_group_described_while_rebalancing(s: Script) -> None:
     )
     member.join_and_sync("sync again")
     s.call("describe once stable", DescribeGroupsRequest(groups=["rebalancing"]), group="rebalancing")
+
+
+def _classic_commit(s: Script, label: str, group: str, generation: int, member_id: str) -> None:
+    """OffsetCommit v9 (by name, as classic clients send it) of t-0."""
+    partition = OffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_metadata="")
+    request = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        topics=[OffsetCommitRequestTopic(name=s.t("t"), partitions=[partition])],
+    )
+    s.call(label, request, group=group, version=9)
+
+
+@scenario(initial_rebalance_delay_ms=0)
+def classic_offset_commits_through_a_rebalance(s: Script) -> None:
+    """A classic member's OffsetCommit in each state of its group: at the current generation while
+    Stable and while the group prepares a rebalance (a second member's JoinGroup waits, on a
+    connection of its own, for the first to rejoin), then with the older and the new generation
+    while the group awaits the leader's SyncGroup, and once Stable again; from a stranger and from
+    an admin (no member, generation -1) while the group has members."""
+    group = "commits"
+    s.topic("t", 2)
+    c = _classic_member(s, group, "C")
+    c.join_and_sync("C joins and syncs")
+    first = c.generation
+    _classic_commit(s, "stable: current generation", group, first, c.member_id)
+    _classic_commit(s, "stable: older generation", group, first - 1, c.member_id)
+    _classic_commit(s, "stable: unknown member", group, first, "stranger")
+    _classic_commit(s, "stable: no member", group, -1, "")
+    d = _classic_member(s, group, "D")
+    side = WireClient.connect(*s.coordinator(group).address, client_id="fidelity")
+    answers: list[JoinGroupResponse] = []
+
+    def join_d() -> None:
+        d.join(via=side)  # MEMBER_ID_REQUIRED
+        answers.append(d.join(via=side))  # waits for C
+
+    joining = threading.Thread(target=join_d, daemon=True)
+    joining.start()
+    try:
+        s.until("a rebalance", lambda: _classic_state(s, group) == "PreparingRebalance")
+        _classic_commit(s, "preparing a rebalance: current generation", group, first, c.member_id)
+        c.heartbeat("C's heartbeat while preparing")
+        answer = c.join("C rejoins")
+        joining.join(30)
+        assert answers, "D's JoinGroup was not answered"
+        s.observe("D's join", answers[0])
+        _classic_commit(s, "completing the rebalance: older generation", group, first, c.member_id)
+        _classic_commit(s, "completing the rebalance: new generation", group, c.generation, c.member_id)
+        c.sync(answer, "C as leader")
+        _classic_commit(s, "stable again: new generation", group, c.generation, c.member_id)
+    finally:
+        side.close()
+    d.leave("D leaves")
+    c.leave("C leaves")
+
+
+def _classic_state(s: Script, group: str) -> str:
+    described = s.send(DescribeGroupsRequest(groups=[group]), group=group)
+    return str(s.plain(described)["groups"][0]["group_state"])
 
 
 @scenario(initial_rebalance_delay_ms=0)
