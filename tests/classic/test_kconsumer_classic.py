@@ -223,3 +223,39 @@ def test_static_members_back_without_a_rebalance_get_the_partitions_created_mean
         for member in members:
             assert member.errors == [], member.errors
             member.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_static_member_back_with_another_subscription_rebalances_the_group(
+    strategy: str, backend: str
+) -> None:
+    """A static member restarts within the session timeout subscribed to another topic. The group
+    stays Stable and hands it its stored assignment (Kafka's rule while the group's protocol stays
+    the same), of the topic it left; the member takes none of it and joins again, which
+    rebalances the group: in the end it reads the topic it subscribes to, nothing else."""
+    with open_cluster(backend, initial_rebalance_delay_ms=200) as cluster:
+        group = f"static-resubscribed-{strategy}"
+        for topic in ("left", "joined"):
+            cluster.create_topic(topic, 4)
+        ledger = Ledger(cluster_committed(cluster, group))
+        feeders = [Feeder(cluster, topic) for topic in ("left", "joined")]
+        bootstrap = cluster.bootstrap_servers
+        verbatim = {**_classic(strategy, session_timeout_ms=30_000), "group.instance.id": "s"}
+        other = Member(ledger, "a", config(bootstrap, group, verbatim=_classic(strategy)), ["left", "joined"])
+        static = Member(ledger, "s1", config(bootstrap, group, verbatim=verbatim), ["left"])
+        wait_until(lambda: _all_owned([other, static], 8), timeout=60, what="a and s1 sharing")
+        assert {t for t, _ in static.owned()} == {"left"}
+        static.close()  # a static member sends no LeaveGroup: the group keeps its place
+        back = Member(ledger, "s2", config(bootstrap, group, verbatim=verbatim), ["joined"])
+        wait_until(
+            lambda: _all_owned([other, back], 8) and {t for t, _ in back.owned()} == {"joined"},
+            timeout=60,
+            what="s2 back, reading only the topic it subscribes to",
+            describe=lambda: f"a {sorted(other.owned())}, s2 {sorted(back.owned())}",
+        )
+        produced = {key: offsets for feeder in feeders for key, offsets in feeder.stop().items()}
+        wait_until(lambda: ledger.has_all(produced), timeout=60, what="every record")
+        for member in (other, back):
+            assert member.errors == [], member.errors
+            member.close()
+        ledger.check(produced)

@@ -466,3 +466,27 @@ def test_a_join_whose_topics_ids_are_known_goes_at_once() -> None:
     driver.metadata()
     answer(driver, error=ErrorCode.REBALANCE_IN_PROGRESS)  # joins again, with foo's id known
     assert in_flight(driver).unknown_topics == ()
+
+
+def test_an_assignment_of_a_topic_it_does_not_subscribe_to_is_not_taken_and_it_rejoins() -> None:
+    """Simulation seed 1461400 (mixed): a static member restarted subscribed to other topics; the
+    group stayed Stable (Kafka's rule when the protocol does not change) and gave it its stored
+    assignment, of a topic it no longer subscribed to. Like Kafka's consumer it takes none of it
+    and joins again; that JoinGroup carries the generation it was given, so its metadata differs
+    from the restart's and the coordinator rebalances."""
+    driver = classic(instance_id="i-1")
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    first = in_flight(driver)
+    assert first.api is ClassicApi.JOIN
+    answer(driver, member_id="m-1", generation=4, protocol_name="range", leader_id="other")
+    answer(driver, assignment=by_id({"bar": [0], "foo": [1]}))
+    driver.settle()
+    assert callbacks(driver.all, CallbackKind.ASSIGNED) == []
+    assert not driver.core.assignment
+    again = in_flight(driver)
+    assert again.api is ClassicApi.JOIN and isinstance(again.request, JoinGroupRequest)
+    subscription = decode_consumer_protocol(ConsumerSubscription, again.request.protocols[0].metadata)[0]
+    assert subscription.topics == ["foo"] and subscription.generation_id == 4
+    rejoin(driver, {"foo": [0, 1]}, generation=5)
+    assert driver.core.assignment == tps({"foo": [0, 1]})

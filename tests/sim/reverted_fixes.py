@@ -199,6 +199,13 @@ def classic_member_takes_recreated_topics(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(ClassicExchange, "_recreated_since_join", lambda self, target: set())
 
 
+def classic_member_takes_unsubscribed_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix, a classic member took whatever its SyncGroup answer gave it: a static
+    member back with another subscription got its stored assignment (no rebalance, Kafka's rule)
+    and held topics it no longer subscribed to while those it did went to nobody."""
+    monkeypatch.setattr(ClassicExchange, "_unsubscribed", lambda self, target: set())
+
+
 def classic_leader_watches_only_its_own_topics(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a classic leader re-read only its own topics' metadata and compared them with what
     it saw after its SyncGroup, so a topic another member subscribes to that grew while the group
@@ -260,6 +267,10 @@ REVERTS: dict[str, tuple[Revert, frozenset[str]]] = {
     "classic_member_takes_recreated_topics": (
         classic_member_takes_recreated_topics,
         frozenset({"hold-not-owner", "fetch-not-owner", "double-hold", "double-fetch"}),
+    ),
+    "classic_member_takes_unsubscribed_topics": (
+        classic_member_takes_unsubscribed_topics,
+        frozenset({"liveness"}),
     ),
     "cooperative_join_keeps_unsubscribed_partitions": (
         cooperative_join_keeps_unsubscribed_partitions,

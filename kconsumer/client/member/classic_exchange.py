@@ -373,9 +373,17 @@ class ClassicExchange:
         target = {tid: sorted(parts) for tid, parts in (event.assignment or {}).items() if parts}
         recreated = self._recreated_since_join(target)
         target = {tid: parts for tid, parts in target.items() if tid not in recreated}
+        unsubscribed = self._unsubscribed(target)
+        if unsubscribed:
+            # As Kafka's consumer: an assignment that does not match the subscription is not
+            # taken (the member keeps only what it owned and is still given) and it rejoins.
+            log.info("classic member: assigned topics it does not subscribe to; rejoining")
+            owned = {tp.key for tp in self._joined_with}
+            kept = {tid: [p for p in parts if (tid, p) in owned] for tid, parts in target.items()}
+            target = {tid: parts for tid, parts in kept.items() if parts and tid not in unsubscribed}
         assigned = frozenset((tid, p) for tid, parts in target.items() for p in parts)
         self._to(P.STABLE)
-        if recreated:
+        if recreated or unsubscribed:
             self._rejoin()
         elif self._settings.cooperative and any(tp.key not in assigned for tp in self._joined_with):
             self._rejoin(assigned)  # KIP-429: rejoin once the revoked partitions are given up
@@ -386,6 +394,14 @@ class ClassicExchange:
 
     def _beat(self, event: ClassicResponseReceived) -> ClassicAccepted:
         return ClassicAccepted(self.member_id, self.generation)
+
+    def _unsubscribed(self, target: Mapping[Uuid, list[int]]) -> set[Uuid]:
+        """Assigned topics the member's JoinGroup did not subscribe to. A static member back with
+        another subscription gets its stored assignment without a rebalance (Kafka's rule when the
+        group's protocol stays the same); its rejoin carries the generation it was given, so its
+        metadata differs and the coordinator rebalances (simulation seed 1461400, mixed)."""
+        subscribed = set(self.announced.topics) if self.announced is not None else set()
+        return {t for t in target if (name := self._names.get(t)) is not None and name not in subscribed}
 
     def _recreated_since_join(self, target: Mapping[Uuid, list[int]]) -> set[Uuid]:
         """Assigned topics whose name meant another topic id when the member joined (the ids it
