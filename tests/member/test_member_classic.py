@@ -490,3 +490,22 @@ def test_an_assignment_of_a_topic_it_does_not_subscribe_to_is_not_taken_and_it_r
     assert subscription.topics == ["foo"] and subscription.generation_id == 4
     rejoin(driver, {"foo": [0, 1]}, generation=5)
     assert driver.core.assignment == tps({"foo": [0, 1]})
+
+
+def test_the_same_unsubscribed_assignment_again_makes_it_rejoin_after_a_backoff() -> None:
+    """When its rejoin did not make the coordinator rebalance (the same generation, the same
+    assignment naming a topic it does not subscribe to), the member joins again after the retry
+    backoff rather than at once: no tight loop of JoinGroups against a group that will not change."""
+    driver = classic()
+    driver.send(Subscribe(topics=("foo",), callbacks=LISTENER_CALLBACKS))
+    driver.metadata()
+    for attempt in range(2):
+        answer(driver, member_id="m-1", generation=4, protocol_name="range", leader_id="other")
+        answer(driver, assignment=by_id({"bar": [0]}))
+        driver.settle()
+        if attempt == 0:
+            assert in_flight(driver).api is ClassicApi.JOIN  # at once the first time
+    assert not driver.pending(SendClassicRequest)
+    driver.run_until_idle(limit=1_000)
+    assert in_flight(driver).api is ClassicApi.JOIN
+    assert not driver.core.assignment

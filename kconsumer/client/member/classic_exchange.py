@@ -149,6 +149,11 @@ class ClassicExchange:
         #: As the leader: since when (None: not yet seen) the generation whose assignment held
         #: partitions back (`held_back`) is still the group's, when it did.
         self._held_back: tuple[int, int | None] | None = None
+        #: The generation of the last assignment naming topics the member did not subscribe to,
+        #: and whether the one before was of the same generation (then it rejoins after a backoff:
+        #: the coordinator did not rebalance for its rejoin).
+        self._unsubscribed_at: int | None = None
+        self._same_unsubscribed_again = False
         self._protocol = ""
         self._members: tuple[ClassicMember, ...] = ()
         self._in_flight: ClassicApi | None = None
@@ -337,7 +342,10 @@ class ClassicExchange:
         code = event.error
         if code is ErrorCode.NONE:
             schedule.succeeded(self._settings.heartbeat_interval_ms)
-            return _ANSWERED[api](self, event)
+            accepted = _ANSWERED[api](self, event)
+            if self._same_unsubscribed_again:
+                schedule.failed(now_ms)  # no tight loop of joins while the group will not change
+            return accepted
         if code is ErrorCode.MEMBER_ID_REQUIRED and api is ClassicApi.JOIN:
             self.member_id = event.member_id  # KIP-394: join again at once with this id
             schedule.failed_no_backoff()
@@ -374,6 +382,8 @@ class ClassicExchange:
         recreated = self._recreated_since_join(target)
         target = {tid: parts for tid, parts in target.items() if tid not in recreated}
         unsubscribed = self._unsubscribed(target)
+        self._same_unsubscribed_again = bool(unsubscribed) and self._unsubscribed_at == self.generation
+        self._unsubscribed_at = self.generation if unsubscribed else None
         if unsubscribed:
             # As Kafka's consumer: an assignment that does not match the subscription is not
             # taken (the member keeps only what it owned and is still given) and it rejoins.
