@@ -164,7 +164,7 @@ def _scenario(cluster: Cluster, client: str) -> list[str]:
         silent.joined()
         joining.join_in_background(then_sync=False)  # the group prepares a rebalance
         wait_until(lambda: _state(cluster, group) == "PreparingRebalance", timeout=30, what="a rebalance")
-        time.sleep(1.0)  # five heartbeat intervals: the member's JoinGroup is waiting for B
+        time.sleep(2.0)  # ten heartbeat intervals: the member's JoinGroup is waiting for B
         member.close()
         time.sleep(2.0)
         assert not member.closed.is_set(), "the close did not wait for its on_revoke's commit"
