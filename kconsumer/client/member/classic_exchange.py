@@ -387,7 +387,8 @@ class ClassicExchange:
         if unsubscribed:
             # As Kafka's consumer: an assignment that does not match the subscription is not
             # taken (the member keeps only what it owned and is still given) and it rejoins.
-            log.info("classic member: assigned topics it does not subscribe to; rejoining")
+            names = sorted(self._names[t] for t in unsubscribed)
+            log.info("classic member: assigned %s, which it does not subscribe to; rejoining", names)
             owned = {tp.key for tp in self._joined_with}
             kept = {tid: [p for p in parts if (tid, p) in owned] for tid, parts in target.items()}
             target = {tid: parts for tid, parts in kept.items() if parts and tid not in unsubscribed}
