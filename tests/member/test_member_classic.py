@@ -509,3 +509,5 @@ def test_the_same_unsubscribed_assignment_again_makes_it_rejoin_after_a_backoff(
     driver.run_until_idle(limit=1_000)
     assert in_flight(driver).api is ClassicApi.JOIN
     assert not driver.core.assignment
+    answer(driver, member_id="m-1", generation=5, protocol_name="range", leader_id="other")
+    assert in_flight(driver).api is ClassicApi.SYNC  # the backoff was the JoinGroup's alone

@@ -343,7 +343,7 @@ class ClassicExchange:
         if code is ErrorCode.NONE:
             schedule.succeeded(self._settings.heartbeat_interval_ms)
             accepted = _ANSWERED[api](self, event)
-            if self._same_unsubscribed_again:
+            if api is ClassicApi.SYNC and self._same_unsubscribed_again:
                 schedule.failed(now_ms)  # no tight loop of joins while the group will not change
             return accepted
         if code is ErrorCode.MEMBER_ID_REQUIRED and api is ClassicApi.JOIN:
