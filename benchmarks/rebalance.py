@@ -488,11 +488,7 @@ def _dynamic_run(
                 alone = len(group.live()) == 1
                 since = time.monotonic()
                 group.leave(victim)
-                note = ""
-                if alone:  # nobody would take its partitions over
-                    group.start(spare)
-                    spare = group.spawn()
-                    note = "only member: a replacement started at once"
+                spare, note = _replace_if_alone(group, spare, alone)
                 ok, until = group.wait_converged(since, _settle_timeout(n))
                 results.append(_result(name, broker_kind, n, p, "leave", group, since, ok, until, note))
                 if "join" not in events and not alone:  # the next leave from a group of the same size
@@ -502,11 +498,7 @@ def _dynamic_run(
             victim = group.live()[0]
             alone = len(group.live()) == 1
             since = group.kill(victim)
-            note = ""
-            if alone:
-                group.start(spare)
-                spare = group.spawn()
-                note = "only member: a replacement started at once"
+            spare, note = _replace_if_alone(group, spare, alone)
             ok, until = group.wait_converged(since, _settle_timeout(n))
             results.append(_result(name, broker_kind, n, p, "crash", group, since, ok, until, note))
         if "rolling-dynamic" in events:
@@ -514,6 +506,15 @@ def _dynamic_run(
     finally:
         group.close()
     return results
+
+
+def _replace_if_alone(group: Group, spare: Member, alone: bool) -> tuple[Member, str]:
+    """After the group's only member left or crashed, nobody would take its partitions over:
+    start `spare` at once. The next spare, and the result's note."""
+    if not alone:
+        return spare, ""
+    group.start(spare)
+    return group.spawn(), "only member: a replacement started at once"
 
 
 def _rolling(
