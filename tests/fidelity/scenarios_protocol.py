@@ -282,13 +282,13 @@ def classic_group_described_while_rebalancing(s: Script) -> None:
     s.topic("t", 2)
     member = _classic_member(s, "rebalancing", "C")
     member.join_and_sync("join and sync")
-    member.join("rejoin")
+    answer = member.join("rejoin")
     s.call(
         "describe while completing the rebalance",
         DescribeGroupsRequest(groups=["rebalancing"]),
         group="rebalancing",
     )
-    member.join_and_sync("sync again")
+    member.sync(answer, "sync again")
     s.call("describe once stable", DescribeGroupsRequest(groups=["rebalancing"]), group="rebalancing")
 
 
