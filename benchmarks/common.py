@@ -196,6 +196,7 @@ def machine() -> dict[str, str]:
     import confluent_kafka as ck
 
     import kconsumer
+    from kconsumer.aio import handout
 
     try:
         import psutil
@@ -210,6 +211,8 @@ def machine() -> dict[str, str]:
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "kconsumer": kconsumer.__version__,
+        # which form of `async for`'s record runs the clients use (the C one unless not built)
+        "record runs": handout.IMPLEMENTATION,
         "confluent-kafka": str(ck.version()[0] if isinstance(ck.version(), tuple) else ck.version()),
         "librdkafka": str(ck.libversion()[0]),
         "aiokafka": aiokafka.__version__,

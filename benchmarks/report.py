@@ -124,7 +124,8 @@ def markdown(data: dict[str, Any], plots: Sequence[str]) -> str:
         f"Command: `{data['command']}`",
         "",
         f"Machine: {m['cores']} cores, {m['cpu']}, {m['memory']}, {m['os']}; Python {m['python']}; "
-        f"kconsumer {m['kconsumer']}, confluent-kafka {m['confluent-kafka']} (librdkafka {m['librdkafka']}), "
+        f"kconsumer {m['kconsumer']} (`async for`: {m.get('record runs', '?')} record runs), "
+        f"confluent-kafka {m['confluent-kafka']} (librdkafka {m['librdkafka']}), "
         f"aiokafka {m['aiokafka']}. "
         f"Load average before / after: {data['load_before']} / {data['load_after']}.",
         "",

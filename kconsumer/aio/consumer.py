@@ -43,6 +43,7 @@ from ..client.engine import Condition, ConsumerEngine
 from ..client.fetch import POLL_BATCH
 from ..client.listener import ConsumerRebalanceListener
 from ..client.subscription import SubscriptionPattern
+from .handout import record_run
 
 T = TypeVar("T")
 log = logging.getLogger("kconsumer")
@@ -82,6 +83,9 @@ class AIOConsumer:
         # record); and whether the member queued work since the last check (set from its thread).
         self._filled = 0
         self._member_work = False
+        #: `async for`'s record runs, their length and when the last one started (monotonic s).
+        self._records = record_run(engine.buffer, self._next_record)
+        self._run, self._run_started = RECORDS_BETWEEN_CHECKS, 0.0
         #: When the consumer next tells the member the application polled (monotonic seconds).
         self._next_poll_note = 0.0
         #: Set while `_wait` waits: wakes it when the member queues work (from its thread).
@@ -112,23 +116,24 @@ class AIOConsumer:
     def _on_member_work(self) -> None:
         """The member queued work for the application (called on the member's thread)."""
         self._member_work = True
+        self._records.stop()
         waker = self._waker
         if waker is not None:
             waker()
 
     def __aiter__(self) -> AsyncIterator[Message]:
-        return self._records()
+        self._records.stop()  # a new iteration starts with the full check
+        return self._records.__aiter__()
 
-    async def _records(self) -> AsyncIterator[Message]:
+    async def _next_record(self) -> Message:
+        """The full check between two runs of `async for` (`kconsumer.aio.handout`): with records
+        buffered or queued by librdkafka, no group work waiting, no poll to report and no turn
+        to give the loop yet, the next record and a run of more; else the next `poll()`'s."""
         app = self._app
         buffer = self._engine.buffer
-        popleft = buffer.popleft
-        monotonic = time.monotonic
-        run, run_started = RECORDS_BETWEEN_CHECKS, 0.0
+        records = self._records
         while True:
-            # The fast path: records buffered or queued by librdkafka, no group work waiting, no
-            # poll to report and no turn to give the loop yet: the next one without `poll()`.
-            now = monotonic()
+            now = time.monotonic()
             self._member_work = False  # before looking at the queue: work posted later sets it
             if (
                 (app is None or (app.awaiting is None and app.idle()))
@@ -136,23 +141,23 @@ class AIOConsumer:
                 and now < self._turn_due
                 and (buffer or self._refill())
             ):
-                took = now - run_started
+                took = now - self._run_started
                 if took < QUICK_RUN_S:
-                    run = min(run * 2, MAX_RUN)
+                    self._run = min(self._run * 2, MAX_RUN)
                 elif took > SLOW_RUN_S:
-                    run = max(run // 2, RECORDS_BETWEEN_CHECKS)
-                run_started = now
+                    self._run = max(self._run // 2, RECORDS_BETWEEN_CHECKS)
+                self._run_started = now
                 # A run before the next full check; work the member posts meanwhile (a
-                # revocation, a lost assignment) ends it at the next record. Each record counts
-                # as a poll when it leaves the buffer (a slow loop body is a slow poller).
-                for _ in range(run):
-                    if not buffer or self._member_work:
-                        break
-                    yield popleft()
-                continue
+                # revocation, a lost assignment) stops it at the next record (work posted since
+                # the flag was cleared stops it here). Each record counts as a poll when it
+                # leaves the buffer (a slow loop body is a slow poller).
+                records.allow(self._run - 1)
+                if self._member_work:
+                    records.stop()
+                return buffer.popleft()
             message = await self.poll(None)
             if message is not None:
-                yield message
+                return message
 
     # -- the application side's work -------------------------------------------------------------
 

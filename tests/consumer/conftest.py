@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from backends import Cluster, open_cluster
+from backends import Cluster, in_ci, open_cluster
 from consumer_harness import feeders, members
 
-__all__ = ["cluster", "feeders", "members"]
+from kconsumer.aio import handout
+
+__all__ = ["cluster", "feeders", "members", "record_run_form"]
 
 
 @pytest.fixture
@@ -19,3 +21,16 @@ def cluster(backend: str, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     parameter), assignment at once."""
     with open_cluster(backend, session_timeout_ms=getattr(request, "param", 1500)) as running:
         yield running
+
+
+@pytest.fixture(params=["C", "Python"])
+def record_run_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each form of `async for`'s record runs in turn (`kconsumer.aio.handout`): the C one is
+    skipped where the install could not build it, except under CI, where it must be there."""
+    if request.param == "Python":
+        monkeypatch.setattr(handout, "_C_RECORD_RUN", None)
+    elif handout.IMPLEMENTATION != "C":
+        if in_ci():
+            pytest.fail("the C form of the record runs was not built", pytrace=False)
+        pytest.skip("the C form of the record runs was not built (no C compiler at install?)")
+    return str(request.param)

@@ -98,7 +98,7 @@ def test_no_buffered_record_after_the_member_lost_its_partitions(cluster: Refere
 
 
 def test_async_for_gives_no_buffered_record_after_the_member_lost_its_partitions(
-    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch
+    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch, record_run_form: str
 ) -> None:
     """The same inside the asyncio consumer's ``async for`` run, stalled between two records."""
     monkeypatch.setattr(aio_consumer, "TURN_EVERY_S", 60.0)  # no turn given to the loop ends the run
@@ -154,7 +154,7 @@ def test_a_slow_application_inside_a_run_of_buffered_records_stays_in_the_group(
 
 
 def test_a_slow_async_for_stays_in_the_group(
-    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch
+    cluster: ReferenceCluster, monkeypatch: pytest.MonkeyPatch, record_run_form: str
 ) -> None:
     """The same for the asyncio consumer's ``async for`` (its runs of buffered records count too)."""
     monkeypatch.setattr(aio_consumer, "TURN_EVERY_S", 60.0)  # runs end only at their length

@@ -1,0 +1,13 @@
+"""Type stub of the C extension built from ``_handout.c`` (see `kconsumer.aio.handout`)."""
+
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Generic, TypeVar
+
+R = TypeVar("R")
+
+class RecordRun(Generic[R]):
+    def __init__(self, buffer: deque[R], next_record: Callable[[], Coroutine[Any, Any, R]]) -> None: ...
+    def allow(self, count: int) -> None: ...
+    def stop(self) -> None: ...
+    def __aiter__(self) -> AsyncIterator[R]: ...
