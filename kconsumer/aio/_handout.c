@@ -2,9 +2,9 @@
  *
  * `async for message in consumer` hands out one record per step. In Python each step of an
  * asynchronous generator ends by raising StopIteration inside the interpreter, which costs more
- * than the sync consumer's whole `poll()` call. Here a step that takes a buffered record is two
- * C calls: `__anext__` pops the record into a reusable `_Ready` awaitable, which completes at
- * once through the `am_send` slot (no exception object). When the run the consumer allowed is
+ * than the sync consumer's whole `poll()` call. Here a step that takes a buffered record stays
+ * in C: `__anext__` pops the record into a reusable `_Ready` awaitable, which completes at once
+ * through the `am_send` slot (no exception object). When the run the consumer allowed is
  * used up or the buffer is empty, `__anext__` returns the consumer's `next_record()` coroutine
  * instead, which does the full check (group work, the poll note, the loop's turn) and allows
  * the next run.

@@ -9,10 +9,10 @@ member's thread does when it posts work, so a revocation is handed over at the n
 Two forms with one contract:
 
 * the C extension ``kconsumer.aio._handout`` (built when the package is installed, if a C
-  compiler is there): a step of a run costs about half a sync ``poll()`` call, because the
-  record's awaitable completes through the interpreter's send slot without raising
-  StopIteration;
-* `PyRecordRun`, an asynchronous generator: a step costs about one and a half ``poll()`` calls.
+  compiler is there): a step of a run costs about two thirds of a sync ``poll()`` call
+  (``python -m benchmarks.async_iteration``), because the record's awaitable completes through
+  the interpreter's send slot without raising StopIteration;
+* `PyRecordRun`, an asynchronous generator: a step costs nearly two ``poll()`` calls.
 
 `record_run()` builds the C form when it was built, else a `PyRecordRun`;
 ``KCONSUMER_PURE_PYTHON=1`` in the environment picks the Python form (the tests run both).
