@@ -19,19 +19,23 @@
 
 typedef struct {
     PyObject_HEAD
-    PyObject *value; /* owned; NULL once handed over */
+    PyObject *value;  /* owned; NULL once handed over */
+    PyObject *buffer; /* owned; where a value never awaited goes back to (its front) */
 } Ready;
 
 static PyTypeObject ReadyType;
 
 static Ready *
-ready_new(PyObject *value)
+ready_new(PyObject *value, PyObject *buffer)
 {
     Ready *ready = PyObject_GC_New(Ready, &ReadyType);
     if (ready == NULL) {
+        Py_XDECREF(value);
         return NULL;
     }
     ready->value = value; /* steals the reference */
+    Py_INCREF(buffer);
+    ready->buffer = buffer;
     PyObject_GC_Track(ready);
     return ready;
 }
@@ -40,6 +44,7 @@ static int
 ready_traverse(Ready *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->value);
+    Py_VISIT(self->buffer);
     return 0;
 }
 
@@ -47,13 +52,40 @@ static int
 ready_clear(Ready *self)
 {
     Py_CLEAR(self->value);
+    Py_CLEAR(self->buffer);
     return 0;
 }
 
+/* Put a record never awaited back at the front of the buffer (-1 with an exception set). */
+static int
+ready_give_back(Ready *self)
+{
+    if (self->value == NULL || self->buffer == NULL) {
+        return 0;
+    }
+    PyObject *done = PyObject_CallMethod(self->buffer, "appendleft", "O", self->value);
+    if (done == NULL) {
+        return -1;
+    }
+    Py_DECREF(done);
+    Py_CLEAR(self->value);
+    return 0;
+}
+
+/* An awaitable dropped before it was awaited (a task cancelled before its first step, an
+ * `anext()` never awaited) gives its record back: nothing is lost. */
 static void
 ready_dealloc(Ready *self)
 {
     PyObject_GC_UnTrack(self);
+    if (self->value != NULL) {
+        PyObject *type, *error, *traceback;
+        PyErr_Fetch(&type, &error, &traceback);
+        if (ready_give_back(self) < 0) {
+            PyErr_WriteUnraisable((PyObject *)self);
+        }
+        PyErr_Restore(type, error, traceback);
+    }
     ready_clear(self);
     PyObject_GC_Del(self);
 }
@@ -147,7 +179,7 @@ run_init(RecordRun *self, PyObject *args, PyObject *kwargs)
     if (popleft == NULL) {
         return -1;
     }
-    Ready *ready = ready_new(NULL);
+    Ready *ready = ready_new(NULL, buffer);
     if (ready == NULL) {
         Py_DECREF(popleft);
         return -1;
@@ -204,6 +236,19 @@ run_anext(RecordRun *self)
         PyErr_SetString(PyExc_RuntimeError, "RecordRun was not initialised");
         return NULL;
     }
+    Ready *ready = self->ready;
+    if (Py_REFCNT(ready) == 1 && ready->value != NULL) {
+        /* The last record was never awaited and nobody can any more: it is the next one while
+         * the run goes on; after a stop it goes back to the buffer (work the member posted,
+         * such as a revocation, sees it there) and the full check comes first. */
+        if (self->remaining > 0) {
+            Py_INCREF(ready);
+            return (PyObject *)ready;
+        }
+        if (ready_give_back(ready) < 0) {
+            return NULL;
+        }
+    }
     if (self->remaining > 0) {
         Py_ssize_t buffered = PyObject_Length(self->buffer);
         if (buffered < 0) {
@@ -215,14 +260,13 @@ run_anext(RecordRun *self)
                 return NULL;
             }
             self->remaining--;
-            Ready *ready = self->ready;
-            if (Py_REFCNT(ready) == 1 && ready->value == NULL) {
+            if (Py_REFCNT(ready) == 1) {
                 ready->value = record;
                 Py_INCREF(ready);
                 return (PyObject *)ready;
             }
             /* the last awaitable is still held somewhere: a fresh one */
-            return (PyObject *)ready_new(record);
+            return (PyObject *)ready_new(record, self->buffer);
         }
     }
     return PyObject_CallNoArgs(self->next_record);

@@ -6,6 +6,7 @@ from any thread."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
 import threading
@@ -169,6 +170,42 @@ def test_anext_and_wait_for_take_one_record_each(record_run_form: str) -> None:
 
     taken = asyncio.run(main())
     assert sorted(taken) == [0, 1, 2, 3] and taken[:2] == [0, 1]
+
+
+def test_a_record_never_awaited_is_not_lost(record_run_form: str) -> None:
+    """An awaitable dropped unawaited (an ``anext()`` never awaited, a ``wait_for`` whose task
+    is cancelled before its first step) loses no record and changes no order; after a stop the
+    full check comes first and finds that record at the front of the buffer."""
+    checks = Checks(deque(range(10)), run=100)
+
+    async def main() -> list[Any]:
+        records = aiter(checks.records)
+        taken = [await anext(records)]
+        dropped = anext(records)
+        del dropped
+        # Python 3.11 cancels the task before it awaits; later versions await at once
+        with contextlib.suppress(TimeoutError):
+            taken.append(await asyncio.wait_for(anext(records), 0))
+        # A cancellation that reaches an asynchronous generator ends it (the Python form): the
+        # application's next `async for` starts a new iteration, which goes on where it ended.
+        records = aiter(checks.records)
+        dropped = anext(records)
+        del dropped
+        checks.records.stop()
+        calls = checks.calls
+        taken.append(await anext(records))
+        assert checks.calls == calls + 1, "after a stop the full check comes first"
+        held = anext(records)  # the C form's reused awaitable, holding the next record
+        dropped = anext(records)  # so a fresh awaitable holds the one after
+        del dropped
+        taken.append(await held)
+        async for value in records:
+            taken.append(value)
+            if len(taken) == 10:
+                break
+        return taken
+
+    assert asyncio.run(main()) == list(range(10))
 
 
 def test_values_come_whole_under_a_tracer(record_run_form: str) -> None:
