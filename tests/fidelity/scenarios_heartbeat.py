@@ -288,14 +288,16 @@ def empty_strings_and_unknown_leaves(s: Script) -> None:
     ScriptedMember(s, G, "nameless", topics=["t"]).beat("a static leave without an instance id", epoch=-2)
 
 
-@scenario(session_timeout_ms=2000)
+@scenario(session_timeout_ms=4000)
 def a_member_that_stops_heartbeating_expires(s: Script) -> None:
+    """B stops heartbeating and expires; A, beating every 0.1 s, stays. (With a 2 s session a CI
+    run on a loaded machine stalled long enough for Apache Kafka to expire A as well.)"""
     s.topic("t", 2)
     a, b = ScriptedMember(s, G, "A", topics=["t"]), ScriptedMember(s, G, "B", topics=["t"])
     a.join()
     b.join()
     converge(s, G, [a, b])
-    deadline = time.monotonic() + 3.5  # only A heartbeats, past B's session timeout
+    deadline = time.monotonic() + 5.5  # only A heartbeats, past B's session timeout
     while time.monotonic() < deadline:
         a.beat()
         time.sleep(0.1)
