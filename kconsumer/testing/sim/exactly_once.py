@@ -30,6 +30,7 @@ from the member holding each of its partitions on the coordinator.
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,8 +87,9 @@ class ExactlyOnce:
         #: Each slot's producer epoch (its transactional id is stable across incarnations).
         self.epochs: dict[int, int] = {}
         self.open: dict[int, Transaction] = {}
-        #: Per producer id: markers of ended transactions not written to the group yet.
-        self.markers_pending: dict[int, int] = {}
+        #: Per producer id: markers of ended transactions not written to the group yet, written
+        #: one after the other in the order the transactions ended (True: commit).
+        self.markers_pending: dict[int, deque[tuple[bool, str]]] = {}
         self.numbers = 0
         self.stats = {"committed": 0, "aborted": 0, "refused": 0, "fenced": 0, "timed_out": 0}
 
@@ -235,13 +237,25 @@ class ExactlyOnce:
         self.world.trace.log(self.world.sched.now, txn.proc.label, f"transaction {txn.number} aborted: {why}")
 
     def _write_markers(self, txn: Transaction, committed: bool) -> None:
-        producer = txn.producer_id
-        self.markers_pending[producer] = self.markers_pending.get(producer, 0) + 1
+        """Queue `txn`'s markers. A producer's markers are written in order: Kafka's transaction
+        coordinator finishes one transaction's markers before that producer's epoch is bumped or
+        its next transaction ends (an abort written first would drop a committed transaction's
+        pending offsets; seed 1570134)."""
+        queue = self.markers_pending.setdefault(txn.producer_id, deque())
+        queue.append((committed, txn.member_id))
+        if len(queue) == 1:
+            self._write_next_markers(txn.producer_id)
+
+    def _write_next_markers(self, producer: int) -> None:
+        queue = self.markers_pending[producer]
+        committed, member_id = queue[0]
 
         def written() -> None:
-            self.markers_pending[producer] -= 1
+            queue.popleft()
+            if queue:
+                self._write_next_markers(producer)
 
-        self.world.host.complete_transaction(producer, committed, txn.member_id, written)
+        self.world.host.complete_transaction(producer, committed, member_id, written)
 
     def _rewind(self, app: SimApp) -> None:
         """``seek`` every fetched partition back to its committed offset (the start without one)."""
