@@ -1,8 +1,10 @@
 """The Spark source's read rate against plain confluent-kafka reading the same offset ranges.
 
-``python -m benchmarks.spark_source [--partitions 8] [--per-partition 50000] [--size 100] [--runs 3]``
+``python -m benchmarks.spark_source [--broker reference|mock|kafka] [--partitions 8] [--per-partition 50000]
+[--size 100] [--runs 3]``
 
-One reference broker (``kconsumer serve``) holds a topic; the same run then reads every record of
+One broker (by default the reference cluster, ``kconsumer serve``; ``mock``: librdkafka's mock
+cluster; ``kafka``: Apache Kafka 4.4) holds a topic; the same run then reads every record of
 it (earliest to latest) twice per repetition, timed:
 
 * **spark**: a `local[2]` batch query, ``spark.read.format("kconsumer")`` with explicit starting and
@@ -32,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from .common import GroupTimers, add_data_set_arguments, broker, log, produce, watermarks
+from .common import BROKERS, GroupTimers, add_data_set_arguments, broker, log, produce, watermarks
 
 
 def _spark_session() -> Any:
@@ -107,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_set_arguments(parser, per_partition=50_000)
     parser.add_argument("--runs", type=int, default=3, help="timed repetitions after the warm-up")
+    parser.add_argument("--broker", choices=BROKERS, default="reference", help="the broker read from")
     args = parser.parse_args(argv)
     topic = f"spark-{args.size}b-{args.partitions}p"
-    with broker("reference", [(topic, args.partitions)], GroupTimers()) as bootstrap:
+    with broker(args.broker, [(topic, args.partitions)], GroupTimers()) as bootstrap:
         produce(bootstrap, topic, args.partitions, args.per_partition, args.size)
         marks = watermarks(bootstrap, topic, args.partitions)
         records = sum(hi - lo for lo, hi in marks)
@@ -133,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             spark.stop()
     rates = {name: records / statistics.median(values) for name, values in times.items()}
-    print(f"{records:,} records of {args.size} B in {args.partitions} partitions, median of {args.runs} runs")
+    print(
+        f"{records:,} records of {args.size} B in {args.partitions} partitions on the {args.broker} broker, "
+        f"median of {args.runs} runs"
+    )
     print("| reader | records/s |")
     print("|---|---|")
     for name, rate in rates.items():
