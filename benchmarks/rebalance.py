@@ -14,7 +14,8 @@ leave, its partitions wait for the session timeout; when it was the only member 
 starts at once); a **rolling restart**
 of every member (each closes, a new process starts, the next restart waits until the newcomer owns
 a partition). A second run with static members (``group.instance.id``) does a static rolling
-restart (the newcomer reuses the instance id).
+restart (the newcomer reuses the instance id). Every event starts after a
+random wait of up to one heartbeat interval (`_at_a_random_heartbeat_phase`).
 
 Per event, from its start to convergence (every partition owned by a live member, the group
 balanced, every partition that changed hands consumed again by its new owner, no change for a quiet
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import random
 import threading
 import time
 import uuid
@@ -479,6 +481,7 @@ def _dynamic_run(
         group.form(originals)
         for _ in range(repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
             if "join" in events:
+                _at_a_random_heartbeat_phase()
                 since = group.start(spare)
                 ok, until = group.wait_converged(since, _settle_timeout(n))
                 results.append(_result(name, broker_kind, n, p, "join", group, since, ok, until))
@@ -486,6 +489,7 @@ def _dynamic_run(
             if "leave" in events:
                 victim = group.live()[0]
                 alone = len(group.live()) == 1
+                _at_a_random_heartbeat_phase()
                 since = time.monotonic()
                 group.leave(victim)
                 spare, note = _replace_if_alone(group, spare, alone)
@@ -497,6 +501,7 @@ def _dynamic_run(
         if "crash" in events:
             victim = group.live()[0]
             alone = len(group.live()) == 1
+            _at_a_random_heartbeat_phase()
             since = group.kill(victim)
             spare, note = _replace_if_alone(group, spare, alone)
             ok, until = group.wait_converged(since, _settle_timeout(n))
@@ -506,6 +511,18 @@ def _dynamic_run(
     finally:
         group.close()
     return results
+
+
+def _at_a_random_heartbeat_phase() -> None:
+    """Wait a random part of one heartbeat interval before an event starts.
+
+    How long partitions stay unowned after a join, leave or crash depends on where the event falls
+    in the members' heartbeat cycles (each member hears of a new target at its next heartbeat).
+    Without this wait, an event starts a fixed time (the convergence check's quiet period) after
+    the previous one settled, so it falls at the same point of each client's cycles run after run,
+    a point set by that client's own timing: a bias that more runs do not average out. With it,
+    the point is chance, drawn alike for every client."""
+    time.sleep(random.uniform(0.0, TIMERS.heartbeat_interval_ms / 1000))
 
 
 def _replace_if_alone(group: Group, spare: Member, alone: bool) -> tuple[Member, str]:
@@ -521,6 +538,7 @@ def _rolling(
     name: str, broker_kind: str, group: Group, n: int, p: int, event: str, spare: Member | None
 ) -> EventResult:
     """Restart every live member, one after the other."""
+    _at_a_random_heartbeat_phase()
     since = time.monotonic()
     for old in list(group.live()):
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
