@@ -44,7 +44,8 @@ def run_worker(name: str, bootstrap: str) -> None:
     """One worker process: reports every change on stdout (one JSON line each)."""
 
     def report(event: str, units: WorkUnits) -> None:
-        print(json.dumps({"worker": name, "event": event, "units": list(units)}), flush=True)
+        line = {"worker": name, "event": event, "units": list(units), "at": time.monotonic()}
+        print(json.dumps(line), flush=True)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -67,11 +68,16 @@ def run_worker(name: str, bootstrap: str) -> None:
 
 
 class Fleet:
-    """The parent's view: who runs what, from the workers' reports."""
+    """The parent's view: who runs what, from the workers' reports.
+
+    Each worker's reports come through a pipe of its own, read by a thread of its own, so one
+    worker's "stop" can be read after another's "start" of the same poller although it happened
+    first: whether a poller ever ran twice is decided from every report in the order of the
+    times they carry (one monotonic clock for the whole machine), in `double()`."""
 
     def __init__(self) -> None:
         self.running: dict[str, str] = {}
-        self.double: list[str] = []
+        self.reports: list[tuple[float, str, str, list[str]]] = []
         self.lock = threading.Lock()
 
     def follow(self, process: subprocess.Popen[str]) -> None:
@@ -79,13 +85,28 @@ class Fleet:
         for line in process.stdout:
             report = json.loads(line)
             with self.lock:
-                for unit in report["units"]:
-                    if report["event"] == "start":
-                        if unit in self.running:
-                            self.double.append(unit)
-                        self.running[unit] = report["worker"]
-                    elif self.running.get(unit) == report["worker"]:
-                        del self.running[unit]
+                self.reports.append((report["at"], report["worker"], report["event"], report["units"]))
+                _apply(self.running, report["worker"], report["event"], report["units"])
+
+    def killed(self, worker: str) -> list[str]:
+        """`worker` was killed now: it runs nothing any more. The pollers it ran."""
+        with self.lock:
+            orphans = [unit for unit, runner in self.running.items() if runner == worker]
+            self.reports.append((time.monotonic(), worker, "killed", orphans))
+            _apply(self.running, worker, "killed", orphans)
+            return orphans
+
+    def double(self) -> list[str]:
+        """The pollers a worker started while another ran them, replaying every report in order."""
+        with self.lock:
+            reports = sorted(self.reports, key=lambda report: report[0])
+        running: dict[str, str] = {}
+        double: list[str] = []
+        for _at, worker, event, units in reports:
+            if event == "start":
+                double += [unit for unit in units if running.get(unit, worker) != worker]
+            _apply(running, worker, event, units)
+        return double
 
     def counts(self) -> dict[str, int]:
         with self.lock:
@@ -101,6 +122,15 @@ class Fleet:
                 raise SystemExit(f"timed out waiting for {what}: {self.counts()}")
             time.sleep(0.05)
         return time.monotonic() - started
+
+
+def _apply(running: dict[str, str], worker: str, event: str, units: list[str]) -> None:
+    """One report's change to who runs what (a stop, a loss or a kill ends only the worker's own)."""
+    for unit in units:
+        if event == "start":
+            running[unit] = worker
+        elif running.get(unit) == worker:
+            del running[unit]
 
 
 @contextlib.contextmanager
@@ -137,10 +167,7 @@ def main() -> int:
 
         os.kill(processes["worker-3"].pid, signal.SIGKILL)
         processes["worker-3"].wait()
-        with fleet.lock:
-            orphans = [unit for unit, worker in fleet.running.items() if worker == "worker-3"]
-            for unit in orphans:
-                del fleet.running[unit]  # a killed process runs nothing
+        orphans = fleet.killed("worker-3")
         print(f"worker-3 killed; its {len(orphans)} pollers wait for it (delay {DELAY_MS} ms)")
         moved = fleet.wait("the orphaned pollers to move", lambda: sum(fleet.counts().values()) == UNITS)
         print(f"after {moved:.1f} s they run again: {fleet.counts()}")
@@ -149,8 +176,9 @@ def main() -> int:
             processes[name].send_signal(signal.SIGTERM)
         for name in ("worker-1", "worker-2"):
             processes[name].wait(15)
-        if fleet.double:
-            print(f"pollers started twice: {fleet.double}")
+        double = fleet.double()
+        if double:
+            print(f"pollers started twice: {double}")
             return 1
         if moved * 1000 < DELAY_MS:
             print("the pollers moved before the delay ended")

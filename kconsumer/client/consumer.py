@@ -164,7 +164,6 @@ class Consumer(HandleFacade):
         self._engine.subscribed = True
         app.callbacks = Callbacks(on_assign, on_revoke, on_lost, listener, app.callbacks.on_assignment)
         runtime.post(Subscribe(topics=names, pattern=pattern, callbacks=app.callbacks.kinds()))
-        self._engine.fetcher.prefetch_topics(names)
 
     def unsubscribe(self) -> None:
         """Commit (if auto-commit), revoke and leave the group (epoch -1); blocks until done."""

@@ -19,7 +19,6 @@ order of assign, unassign, position and callbacks is exactly the order the membe
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -77,8 +76,6 @@ class Fetcher:
         self._rewound: dict[Key, tuple[int, int | None]] = {}
         #: Topics whose metadata this handle has fetched (see `learn_topics`).
         self._known_topics: set[str] = set()
-        #: The thread learning subscribed topics' metadata ahead of their assignment, if any.
-        self._prefetch: threading.Thread | None = None
         self._closed = False
 
     @property
@@ -126,25 +123,6 @@ class Fetcher:
         # Not a topic the answer lacks or has an error for (not created yet): asked again later.
         found = metadata.topics
         self._known_topics.update(t for t in unknown if t in found and found[t].error is None)
-
-    def prefetch_topics(self, topics: Iterable[str]) -> None:
-        """Learn the metadata of subscribed `topics` now, on a short-lived thread of its own, so
-        that their first assignment finds it (`learn_topics` then has nothing to do).
-
-        A member joining a group usually gets its partitions a heartbeat or more after it
-        subscribed (their owners give them up first); the handle is idle meanwhile, and its first
-        metadata request after idling took 17-83 ms when made at the assignment, on the
-        application thread, before fetching could start (docs/benchmarks.md, "A joining member's
-        metadata, learned while it waits"). `close()` waits for the thread (at most the metadata
-        timeout) before closing the handle."""
-        wanted = set(topics) - self._known_topics
-        running = self._prefetch is not None and self._prefetch.is_alive()
-        if not wanted or self._closed or running:
-            return
-        self._prefetch = threading.Thread(
-            target=self.learn_topics, args=(wanted,), name="kconsumer-metadata", daemon=True
-        )
-        self._prefetch.start()
 
     def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Stop fetching `partitions`; their queued, not yet returned records are dropped."""
@@ -270,8 +248,6 @@ class Fetcher:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._prefetch is not None:  # never close the handle under a metadata request
-                self._prefetch.join(METADATA_TIMEOUT_S + 1.0)
             self.buffer.clear()
             if self._assigned:
                 self._handle.incremental_unassign([TopicPartition(t, p) for t, p in self._assigned])
@@ -299,9 +275,6 @@ class MembershipOnlyFetcher:
         self._positions: dict[tuple[str, int], int | None] = {}
         #: Always empty (nothing is fetched); the consumer's poll() checks it like the real one.
         self.buffer: deque[Message] = deque()
-
-    def prefetch_topics(self, topics: Iterable[str]) -> None:
-        """Nothing to learn: nothing is fetched."""
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
