@@ -24,8 +24,6 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
-from itertools import repeat
-from operator import is_not
 from typing import Any
 
 import pyarrow as pa
@@ -145,7 +143,7 @@ def _read(
         messages = handle.consume(wanted, min(remaining, _SLICE_S))
         run_start = 0
         # Records come in runs between error events (EOF, usually last); each run is added whole.
-        for index in _error_events(messages):
+        for index in [i for i, m in enumerate(messages) if m.error() is not None] + [len(messages)]:
             next_offset = _add_run(builder, messages[run_start:index], next_offset, until)
             if next_offset >= until or index == len(messages):
                 break
@@ -182,14 +180,6 @@ def _read(
                 next_offset = until
     if len(builder):
         yield builder.build()
-
-
-def _error_events(messages: list[Any]) -> list[int]:
-    """The indexes of the error events in `messages`, then ``len(messages)`` (a run's end)."""
-    errors = [m.error() for m in messages]
-    if not any(map(is_not, errors, repeat(None))):  # by identity: KafkaError == None raises
-        return [len(messages)]
-    return [i for i, error in enumerate(errors) if error is not None] + [len(messages)]
 
 
 def _add_run(builder: BatchBuilder, messages: list[Any], next_offset: int, until: int) -> int:
