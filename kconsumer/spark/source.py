@@ -28,7 +28,9 @@ How a streaming query works (docs/spark.md has the whole story):
   before running it, so acknowledging a revocation there could hand a partition to another member
   while this query is about to read it.
 - **Executors read offset ranges** with a plain confluent-kafka consumer in manual-assign mode,
-  never joining the group, and hand Spark Arrow record batches.
+  never joining the group, and hand Spark Arrow record batches. A batch with more ranges than
+  Spark has task slots is read by fewer tasks, each reading several ranges with one handle
+  (`offsets.pack`): Spark's own cost per task is most of a small batch's time.
 """
 
 from __future__ import annotations
@@ -36,15 +38,15 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ._compat import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .batch import plan_batch
-from .executor import read_range
+from .executor import read_ranges
 from .membership import MEMBERS, DriverMember
-from .offsets import OffsetRange, SourceOffset, admit, batch_ranges
+from .offsets import OffsetRange, SourceOffset, admit, batch_ranges, pack
 from .options import SourceOptions, parse_options
 from .rows import SCHEMA_DDL
 
@@ -55,19 +57,28 @@ FORMAT = "kconsumer"
 
 
 class RangePartition(InputPartition):
-    """One Spark input partition: the offsets ``[start, until)`` of one Kafka partition."""
+    """One Spark input partition (one task): offset ranges ``[start, until)`` of distinct Kafka
+    partitions, read together with one handle."""
 
-    def __init__(self, rng: OffsetRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    def __init__(self, ranges: tuple[OffsetRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
 
     def __repr__(self) -> str:
-        r = self.range
-        return f"RangePartition({r.topic}-{r.partition} [{r.start}, {r.until}))"
+        ranges = ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.until})" for r in self.ranges)
+        return f"RangePartition({ranges})"
+
+
+def _input_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[InputPartition]:
+    return [RangePartition(task) for task in pack(ranges, options.task_slots)]
 
 
 class KConsumerDataSource(DataSource):
     """The ``kconsumer`` format (options: `kconsumer.spark.options`)."""
+
+    #: The ``taskSlots`` default: the session's default parallelism, set by `register()` on the
+    #: class it registers (the planner runs in a Python worker that has no SparkContext to ask).
+    task_slots: ClassVar[int | None] = None
 
     @classmethod
     def name(cls) -> str:
@@ -80,21 +91,21 @@ class KConsumerDataSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         """A batch reader of explicit offset ranges (``spark.read.format("kconsumer")``)."""
-        return KConsumerBatchReader(parse_options(self.options, streaming=False))
+        return KConsumerBatchReader(parse_options(self.options, streaming=False, task_slots=self.task_slots))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         """A micro-batch reader whose driver is a member of ``group.id``."""
-        return KConsumerStreamReader(parse_options(self.options, streaming=True))
+        return KConsumerStreamReader(parse_options(self.options, streaming=True, task_slots=self.task_slots))
 
 
 def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
-    rng = partition.range if isinstance(partition, RangePartition) else partition.value
-    if rng is None:  # Spark's stand-in partition when a batch read has nothing to read
+    ranges = partition.ranges if isinstance(partition, RangePartition) else partition.value
+    if ranges is None:  # Spark's stand-in partition when a batch read has nothing to read
         return iter(())
-    assert isinstance(rng, OffsetRange), f"not a kconsumer input partition: {partition!r}"
-    return read_range(
+    assert isinstance(ranges, tuple), f"not a kconsumer input partition: {partition!r}"
+    return read_ranges(
         options.client_config(),
-        rng,
+        ranges,
         timeout_s=options.read_timeout_ms / 1000,
         fail_on_data_loss=options.fail_on_data_loss,
     )
@@ -195,11 +206,11 @@ class KConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return SourceOffset(self._latest).to_json() if self._latest else None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        """One input partition per Kafka partition with records in (start, end]."""
+        """The ranges of the Kafka partitions with records in (start, end], packed into tasks."""
         self._member()
         self._last_end = end
         ranges = batch_ranges(SourceOffset.from_json(start), SourceOffset.from_json(end))
-        return [RangePartition(r) for r in ranges]
+        return _input_partitions(ranges, self._options)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark completed every batch up to `end`: commit it to the group (no rebalance here)."""
@@ -225,8 +236,8 @@ class KConsumerBatchReader(DataSourceReader):
         self._options = options
 
     def partitions(self) -> list[InputPartition]:
-        """One input partition per Kafka partition with records to read."""
-        return [RangePartition(r) for r in plan_batch(self._options)]
+        """The ranges of the Kafka partitions with records to read, packed into tasks."""
+        return _input_partitions(plan_batch(self._options), self._options)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """The records of one range, as Arrow record batches."""
@@ -234,5 +245,29 @@ class KConsumerBatchReader(DataSourceReader):
 
 
 def register(spark: Any) -> None:
-    """Register the ``kconsumer`` format with a SparkSession."""
-    spark.dataSource.register(KConsumerDataSource)
+    """Register the ``kconsumer`` format with a SparkSession.
+
+    The registered class carries the session's default parallelism (its task slots) as the
+    ``taskSlots`` default; where there is none to ask (Spark Connect), batches are not packed
+    unless ``taskSlots`` is given."""
+    spark.dataSource.register(source_class(_default_parallelism(spark)))
+
+
+def source_class(task_slots: int | None) -> type[KConsumerDataSource]:
+    """`KConsumerDataSource` with `task_slots` as the ``taskSlots`` default: a subclass made here,
+    which Spark pickles by value, so the attribute reaches the Python workers that plan reads."""
+    if task_slots is None:
+        return KConsumerDataSource
+    return type(
+        "KConsumerDataSource",
+        (KConsumerDataSource,),
+        {"task_slots": task_slots, "__qualname__": "source_class.<locals>.KConsumerDataSource"},
+    )
+
+
+def _default_parallelism(spark: Any) -> int | None:
+    try:
+        slots = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return None
+    return slots if slots > 0 else None

@@ -79,3 +79,25 @@ def test_read_committed_by_default_skipping_aborted_records_and_markers(spark: A
     everything = sorted(committed + [("t", 0, o) for o in offsets["abort"]])
     assert _read(spark, cluster, subscribe="t") == committed
     assert _read(spark, cluster, subscribe="t", **{"kafka.isolation.level": "read_uncommitted"}) == everything
+
+
+def test_more_ranges_than_task_slots_are_read_by_fewer_tasks_with_the_same_rows(
+    spark: Any, cluster: Cluster
+) -> None:
+    cluster.create_topic("t", partitions=6)
+    cluster.produce("t", [f"v{i}" for i in range(60)])
+
+    def load(**options: str) -> Any:
+        reader = spark.read.format("kconsumer").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        for key, value in {"subscribe": "t", **options}.items():
+            reader = reader.option(key, value)
+        return reader.load()
+
+    packed, one_per_range = load(), load(taskSlots="0")
+    # The session has two task slots (local[2]): register() made that the taskSlots default.
+    assert packed.rdd.getNumPartitions() == 2
+    assert one_per_range.rdd.getNumPartitions() == 6
+    assert load(taskSlots="3").rdd.getNumPartitions() == 3
+    rows = sorted((r.partition, r.offset, r.value) for r in packed.collect())
+    assert rows == sorted((r.partition, r.offset, r.value) for r in one_per_range.collect())
+    assert len(rows) == 60 and {p for p, _o, _v in rows} == set(range(6))

@@ -1,18 +1,18 @@
 """Reading offset ranges on an executor: a manual-assign confluent-kafka handle, Arrow batches
-(no Spark needed: read_range is called directly)."""
+(no Spark needed: read_ranges is called directly)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 
 from kconsumer.testing import ReferenceCluster
 
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'kconsumer[spark]')")
 
-from kconsumer.spark.executor import RangeReadError, read_range
+from kconsumer.spark.executor import RangeReadError, read_ranges
 from kconsumer.spark.offsets import OffsetRange
 from kconsumer.spark.rows import arrow_schema
 
@@ -25,7 +25,7 @@ def cluster() -> Iterator[ReferenceCluster]:
 
 def _rows(cluster: ReferenceCluster, rng: OffsetRange, **kwargs: object) -> list[dict[str, object]]:
     config = {"bootstrap.servers": cluster.bootstrap_servers}
-    batches = list(read_range(config, rng, timeout_s=kwargs.pop("timeout_s", 10.0), **kwargs))  # type: ignore[arg-type]
+    batches = list(read_ranges(config, [rng], timeout_s=kwargs.pop("timeout_s", 10.0), **kwargs))  # type: ignore[arg-type]
     for batch in batches:
         assert batch.schema.equals(arrow_schema())
     return [row for batch in batches for row in batch.to_pylist()]
@@ -57,9 +57,11 @@ def test_batches_hold_at_most_batch_rows(cluster: ReferenceCluster) -> None:
     cluster.create_topic("t", partitions=2)
     cluster.produce("t", [f"v{i}" for i in range(25)], partition=1)
     config = {"bootstrap.servers": cluster.bootstrap_servers}
-    sizes = [b.num_rows for b in read_range(config, OffsetRange("t", 1, 0, 25), timeout_s=10, batch_rows=10)]
+    sizes = [
+        b.num_rows for b in read_ranges(config, [OffsetRange("t", 1, 0, 25)], timeout_s=10, batch_rows=10)
+    ]
     assert sizes == [10, 10, 5]
-    assert list(read_range(config, OffsetRange("t", 1, 5, 5), timeout_s=10)) == []
+    assert list(read_ranges(config, [OffsetRange("t", 1, 5, 5)], timeout_s=10)) == []
 
 
 def test_a_range_past_the_log_end_times_out_clearly(cluster: ReferenceCluster) -> None:
@@ -85,11 +87,17 @@ def test_records_deleted_by_retention_fail_or_are_skipped() -> None:
 
 
 class _Message:
-    def __init__(self, offset: int, error: object = None) -> None:
-        self._offset, self._error = offset, error
+    def __init__(self, offset: int, error: object = None, partition: int = 0) -> None:
+        self._offset, self._error, self._partition = offset, error, partition
 
     def error(self) -> object:
         return self._error
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return self._partition
 
     def offset(self) -> int:
         return self._offset
@@ -115,26 +123,34 @@ class _Eof:
 
 
 class _Handle:
-    """Hands out scripted consume() results, then nothing; a fixed position."""
+    """Hands out scripted consume() results, then nothing; a fixed position (of every partition)."""
 
     def __init__(self, *results: list[_Message], position: int = -1001) -> None:
         self._results = list(results)
         self._position = position
+        self.unassigned: list[int] = []
 
     def consume(self, num: int, timeout: float) -> list[_Message]:
         return self._results.pop(0) if self._results else []
 
-    def position(self, partitions: list[object]) -> list[object]:
-        from confluent_kafka import TopicPartition
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self._position) for tp in partitions]
 
-        return [TopicPartition("t", 0, self._position)]
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        self.unassigned += [tp.partition for tp in partitions]
+
+
+def _fake_rows(handle: _Handle, ranges: list[OffsetRange], timeout_s: float = 1.0) -> list[tuple[int, int]]:
+    from kconsumer.spark.executor import _read
+
+    batches = list(_read(handle, ranges, timeout_s, True, 100))  # type: ignore[arg-type]
+    for batch in batches:  # each batch holds one partition's records
+        assert len(set(batch.column("partition").to_pylist())) == 1
+    return [(row["partition"], row["offset"]) for batch in batches for row in batch.to_pylist()]
 
 
 def _fake_read(handle: _Handle, start: int, until: int, timeout_s: float = 1.0) -> list[int]:
-    from kconsumer.spark.executor import _read
-
-    batches = _read(handle, OffsetRange("t", 0, start, until), timeout_s, True, 100)  # type: ignore[arg-type]
-    return [row["offset"] for batch in batches for row in batch.to_pylist()]
+    return [offset for _p, offset in _fake_rows(handle, [OffsetRange("t", 0, start, until)], timeout_s)]
 
 
 def test_gaps_inside_and_at_the_end_of_a_range() -> None:
@@ -185,8 +201,55 @@ def test_an_abandoned_read_turns_the_collector_back_on(cluster: ReferenceCluster
     cluster.create_topic("t", 1)
     cluster.produce("t", [b"x"] * 30, partition=0)
     config = {"bootstrap.servers": cluster.bootstrap_servers}
-    reading = read_range(config, OffsetRange("t", 0, 0, 30), timeout_s=10.0, batch_rows=10)
+    reading = read_ranges(config, [OffsetRange("t", 0, 0, 30)], timeout_s=10.0, batch_rows=10)
     next(reading)
     assert not gc.isenabled()
     reading.close()  # Spark stops a task early (a LIMIT reached)
     assert gc.isenabled()
+
+
+def test_several_ranges_read_with_one_handle_give_what_each_range_alone_gives(
+    cluster: ReferenceCluster,
+) -> None:
+    cluster.create_topic("t", partitions=4)
+    for partition in range(4):
+        cluster.produce("t", [f"p{partition}-{i}" for i in range(30 + 10 * partition)], partition=partition)
+    ranges = [OffsetRange("t", 0, 0, 30), OffsetRange("t", 1, 5, 40), OffsetRange("t", 3, 0, 1)]
+    config = {"bootstrap.servers": cluster.bootstrap_servers}
+    batches = list(read_ranges(config, ranges, timeout_s=10.0, batch_rows=7))
+    assert all(b.num_rows <= 7 and len(set(b.column("partition").to_pylist())) == 1 for b in batches)
+    together = sorted(
+        (row["partition"], row["offset"], row["value"]) for b in batches for row in b.to_pylist()
+    )
+    alone = sorted(
+        (row["partition"], row["offset"], row["value"]) for rng in ranges for row in _rows(cluster, rng)
+    )
+    assert together == alone
+    assert len(together) == 30 + 35 + 1
+
+
+def test_interleaved_partitions_and_one_partitions_end_next_to_anothers_records() -> None:
+    # Partition 1's end (EOF at its range's end) comes right after records of partition 0: it is
+    # partition 1's, and ends its range, which the handle then stops fetching.
+    handle = _Handle(
+        [
+            _Message(0, partition=0),
+            _Message(7, partition=1),
+            _Message(1, partition=0),
+            _Message(8, _Eof(), 1),
+        ],
+        [_Message(9, partition=1), _Message(2, partition=0)],  # fetched ahead: past partition 1's range
+    )
+    rows = _fake_rows(handle, [OffsetRange("t", 0, 0, 3), OffsetRange("t", 1, 7, 8)])
+    assert sorted(rows) == [(0, 0), (0, 1), (0, 2), (1, 7)]
+    assert handle.unassigned == [1]
+
+
+def test_a_timeout_names_every_range_left_with_how_far_it_got() -> None:
+    handle = _Handle([_Message(0, partition=0), _Message(4, partition=1), _Message(5, _Eof(), 1)])
+    with pytest.raises(
+        RangeReadError,
+        match=r"timed out after 0.3 s reading t-0 offsets \[0, 2\): reached offset 1, and t-1 offsets "
+        r"\[4, 9\): reached offset 5; the partition's log ends at 5 \(readTimeoutMs\)",
+    ):
+        _fake_rows(handle, [OffsetRange("t", 0, 0, 2), OffsetRange("t", 1, 4, 9)], timeout_s=0.3)

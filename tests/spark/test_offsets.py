@@ -63,3 +63,28 @@ def test_admit_shares_the_limit_in_proportion_to_backlog() -> None:
     assert sum(admit(starts, latest, 1).values()) == 1
     # Under the limit: everything.
     assert admit(starts, latest, 1000) == latest
+
+
+def test_ranges_are_packed_into_about_one_task_per_slot_balanced_by_records() -> None:
+    from kconsumer.spark.offsets import pack
+
+    ranges = [OffsetRange("t", p, 0, size) for p, size in enumerate([50, 10, 40, 30, 20, 60])]
+    # No more ranges than slots (or no slot count): one task per range, as Spark's Kafka source.
+    assert pack(ranges[:2], 2) == [(ranges[0],), (ranges[1],)]
+    assert pack(ranges, None) == pack(ranges, 0) == [(r,) for r in ranges]
+    tasks = pack(ranges, 2)
+    assert len(tasks) == 2
+    assert sorted(r.partition for task in tasks for r in task) == list(range(6))
+    assert sorted(sum(r.size for r in task) for task in tasks) == [100, 110]
+    # The same ranges, in any order, always give the same tasks (a replayed batch reads the same).
+    assert pack(list(reversed(ranges)), 2) == tasks
+    assert pack(ranges, 3) == [(ranges[1], ranges[5]), (ranges[0], ranges[4]), (ranges[2], ranges[3])]
+
+
+def test_a_big_batch_keeps_tasks_of_at_most_about_a_million_records() -> None:
+    from kconsumer.spark.offsets import PACKED_TASK_RECORDS, pack
+
+    big = [OffsetRange("t", p, 0, PACKED_TASK_RECORDS // 2) for p in range(8)]
+    assert len(pack(big, 2)) == 4  # 4,000,000 records: four tasks of two ranges, not two of four
+    huge = [OffsetRange("t", p, 0, 3 * PACKED_TASK_RECORDS) for p in range(8)]
+    assert pack(huge, 2) == [(r,) for r in huge]  # one range alone is over the bound: one task each

@@ -106,3 +106,21 @@ def test_importing_the_package_does_not_import_pyspark() -> None:
     code = "import kconsumer, kconsumer.spark, sys; print('pyspark' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_task_slots_default_to_the_sessions_and_can_be_set_or_turned_off() -> None:
+    base = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
+    assert parse_options(base, streaming=False).task_slots is None
+    assert parse_options(base, streaming=False, task_slots=4).task_slots == 4
+    assert parse_options({**base, "taskSlots": "0"}, streaming=False, task_slots=4).task_slots == 0
+    assert parse_options({**base, "taskslots": "16"}, streaming=False, task_slots=4).task_slots == 16
+    for bad in ("-1", "two", "1.5"):
+        with pytest.raises(SourceOptionError, match="taskSlots"):
+            parse_options({**base, "taskSlots": bad}, streaming=False)
+
+
+def test_the_admin_client_reconnects_after_10_ms_at_first_unless_the_settings_say() -> None:
+    base = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
+    assert parse_options(base, streaming=False).admin_config()["reconnect.backoff.ms"] == 10
+    chosen = parse_options({**base, "kafka.reconnect.backoff.ms": "250"}, streaming=False)
+    assert chosen.admin_config()["reconnect.backoff.ms"] == "250"
