@@ -469,3 +469,22 @@ def test_member_config() -> None:
     assert make(group__id="g", group__remote__assignor="range").member_config().server_assignor == "range"
     with pytest.raises(ConfigError):
         make().member_config()
+
+
+def test_heartbeat_alignment_group_by_default_none_or_refused_with_classic() -> None:
+    """``heartbeat.alignment``: the consumer protocol's members heartbeat on the group's ticks
+    (`member.grid`) unless it is ``none``; the classic protocol keeps heartbeat.interval.ms."""
+    group = {**BASE, "group.id": "g"}
+    assert ConsumerConfig.from_dict(group).member_config().align_heartbeats
+    assert (
+        ConsumerConfig.from_dict({**group, "heartbeat.alignment": "GROUP"}).member_config().align_heartbeats
+    )
+    assert (
+        not ConsumerConfig.from_dict({**group, "heartbeat.alignment": "none"})
+        .member_config()
+        .align_heartbeats
+    )
+    bad = error({**group, "heartbeat.alignment": "wall"})
+    assert bad.key == "heartbeat.alignment" and "group or none" in bad.reason
+    classic = error({**group, "group.protocol": "classic", "heartbeat.alignment": "group"})
+    assert classic.key == "heartbeat.alignment" and "group.protocol=consumer" in classic.reason

@@ -32,6 +32,10 @@ retry.backoff.ms                      100
 retry.backoff.max.ms                  1000         >= retry.backoff.ms
 request.timeout.ms                    30000
 socket.connection.setup.timeout.ms    10000        also passed to librdkafka
+heartbeat.alignment                   group        ``group``: regular heartbeats on the group's
+                                                   wall-clock ticks, so a hand-over needs one wait
+                                                   (`member.grid`); ``none``: each member at its own
+                                                   interval. Consumer protocol only
 on_commit                             None         ``on_commit(err, partitions)``, called by kconsumer
                                                    for its own commits (librdkafka never commits here)
 ====================================  ===========  =========================================
@@ -217,6 +221,7 @@ _OWN_KEYS = frozenset(
         "enable.auto.commit",
         "enable.auto.offset.store",
         "auto.offset.reset",
+        "heartbeat.alignment",
         "on_commit",
         *_INTS,
         *_OPTIONAL_STRINGS,
@@ -257,6 +262,7 @@ class ConsumerConfig:
     enable_auto_offset_store: bool = True
     auto_commit_interval_ms: int = 5_000
     auto_offset_reset: OffsetReset = OffsetReset.LATEST
+    heartbeat_alignment: str = "group"
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
     request_timeout_ms: int = 30_000
@@ -325,6 +331,8 @@ class ConsumerConfig:
             )
         if "auto.offset.reset" in config:
             values["auto_offset_reset"] = _offset_reset(config["auto.offset.reset"])
+        if "heartbeat.alignment" in config:
+            values["heartbeat_alignment"] = _alignment(config["heartbeat.alignment"])
         if config.get("on_commit") is not None:
             if not callable(config["on_commit"]):
                 raise ConfigError("on_commit", "must be callable: on_commit(err, partitions)")
@@ -385,6 +393,7 @@ class ConsumerConfig:
             retry_backoff_ms=self.retry_backoff_ms,
             retry_backoff_max_ms=self.retry_backoff_max_ms,
             require_stable=self.librdkafka_passthrough.get("isolation.level") != "read_uncommitted",
+            align_heartbeats=self.heartbeat_alignment == "group",
             classic=self._classic_settings(),
         )
 
@@ -465,6 +474,11 @@ def _classic_values(config: Mapping[str, Any]) -> dict[str, Any]:
                 "partition.assignment.strategy (range, roundrobin, cooperative-sticky or your own "
                 "PartitionAssignor)",
             )
+    if config.get("heartbeat.alignment") is not None:
+        raise ConfigError(
+            "heartbeat.alignment",
+            "only for group.protocol=consumer (classic heartbeats keep heartbeat.interval.ms)",
+        )
     for key, (name, _default, low, high) in _CLASSIC_INTS.items():
         if key in config:
             values[name] = _integer(key, config[key], low, high)
@@ -511,6 +525,13 @@ def boolean_setting(key: str, value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
     raise ConfigError(key, f"must be true or false, got {value!r}")
+
+
+def _alignment(value: Any) -> str:
+    text = _string("heartbeat.alignment", value).strip().lower()
+    if text not in ("group", "none"):
+        raise ConfigError("heartbeat.alignment", f"must be group or none; got {value!r}")
+    return text
 
 
 def _offset_reset(value: Any) -> OffsetReset:

@@ -263,14 +263,15 @@ class Driver:
         *,
         topics: tuple[str, ...] = ("foo",),
         callbacks: frozenset[CallbackKind] = ALL_CALLBACKS,
+        interval: int = 5_000,
     ) -> None:
         """Subscribe, get `assignment` at `epoch`, reconcile and acknowledge: STABLE, nothing in flight."""
         self.send(Subscribe(topics=topics, callbacks=callbacks))
         self.metadata()
-        self.respond(epoch, assignment)
+        self.respond(epoch, assignment, interval=interval)
         self.settle()
         if self.pending(SendHeartbeat):
-            self.respond(epoch)
+            self.respond(epoch, interval=interval)
         assert self.state is S.STABLE, self.state
         assert not self.pending(SendHeartbeat)
 

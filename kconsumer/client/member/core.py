@@ -499,10 +499,9 @@ class MemberCore:
         self._last_poll_ms = self._now
         if changed and subscription.topics:
             self._out.append(RefreshMetadata(topic_names=tuple(sorted(set(subscription.topics)))))
-        state = self._state
-        if state is S.UNSUBSCRIBED:
+        if self._state is S.UNSUBSCRIBED:
             self._join()
-        elif state in IN_GROUP and changed:
+        elif self._state in IN_GROUP and changed:
             self._hb.urgent = True
             self._check_supported()
 
@@ -576,6 +575,7 @@ _HANDLERS: dict[type[ev.Event], Callable[[MemberCore, Any], None]] = {
     ev.Close: MemberCore._on_close,
     ev.Poll: MemberCore._on_poll,
     ev.Tick: lambda core, event: None,  # the timers run after every event
+    ev.ClockOffset: lambda core, event: core._hb.schedule.set_wall_offset(event.wall_offset_ms),
     ev.HeartbeatResponseReceived: MemberCore._on_heartbeat_answer,
     ev.HeartbeatFailed: MemberCore._on_heartbeat_answer,
     ev.ClassicResponseReceived: MemberCore._on_heartbeat_answer,

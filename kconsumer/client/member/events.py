@@ -15,7 +15,7 @@ Who sends what:
 * the session, to the core: `HeartbeatResponseReceived`, `HeartbeatFailed`,
   `ClassicResponseReceived`, `CommitResult`, `OffsetFetchResult`, `MetadataUpdated`,
   `CoordinatorCapabilities`, `ClientAssignmentResult`;
-* the driver's clock: `Tick` (when ``next_deadline`` is reached).
+* the driver's clock: `Tick` (when ``next_deadline`` is reached), `ClockOffset` (the wall clock).
 """
 
 from __future__ import annotations
@@ -74,6 +74,15 @@ class Poll(Event):
 @dataclass(frozen=True)
 class Tick(Event):
     """Time passed (``next_deadline`` was reached). Every event also runs the timers."""
+
+
+@dataclass(frozen=True)
+class ClockOffset(Event):
+    """The wall clock minus the member's clock (the ``now_ms`` of every event), in ms: sent by the
+    driver before the member heartbeats and again when it moves (a clock step). The regular
+    heartbeats then fall on the group's ticks (`grid`)."""
+
+    wall_offset_ms: int
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from .backoff import ExponentialBackoff
 from .effects import RefreshMetadata, SendHeartbeat
 from .errors import ErrorRule, HeartbeatAction, heartbeat_error, heartbeat_rule
 from .events import ClassicResponseReceived, HeartbeatFailed, HeartbeatResponseReceived
+from .grid import HeartbeatGrid
 from .heartbeat_request import REGEX_VERSION, HeartbeatBuilder
 from .model import AssignmentMetadata, ClientAssignor, Ids, MemberConfig, Subscription, TopicIdPartition
 from .schedule import HeartbeatSchedule
@@ -114,7 +115,8 @@ class HeartbeatExchange:
         """`ids` is the core's id source (request ids are unique across all the core's effects)."""
         self._ids = ids
         self._builder = HeartbeatBuilder(config)
-        self.schedule = HeartbeatSchedule(backoff)
+        grid = HeartbeatGrid(config.group_id) if config.align_heartbeats else None
+        self.schedule = HeartbeatSchedule(backoff, grid)
         #: The ConsumerGroupHeartbeat version the coordinator speaks (assumed 1 until told).
         self.version = REGEX_VERSION
         #: Something changed that the coordinator must hear about at once (subscription, metadata).
@@ -189,7 +191,9 @@ class HeartbeatExchange:
                 schedule.failed(now_ms)
             return LeaveAnswered()
         if response is not None and code is ErrorCode.NONE:
-            schedule.succeeded(response.heartbeat_interval_ms)
+            # A new epoch (a join's answer always has one) or an assignment: the group is changing.
+            news = response.member_epoch != schedule.in_flight_epoch or response.assignment is not None
+            schedule.succeeded(response.heartbeat_interval_ms, now_ms, news)
             return Accepted(response)
         return Rejected(code, message, schedule.in_flight_epoch)
 

@@ -199,6 +199,9 @@ class MemberConfig:
     #: OffsetFetch asks for stable offsets (``isolation.level=read_committed``, KIP-447): a
     #: partition whose offset is pending in an open transaction is fetched again once it ends.
     require_stable: bool = False
+    #: Regular heartbeats on the group's ticks once the driver sends the wall clock
+    #: (``heartbeat.alignment=group``; `grid`); the consumer protocol only.
+    align_heartbeats: bool = True
     classic: ClassicSettings | None = None
     """Set for ``group.protocol=classic`` (JoinGroup/SyncGroup); None for the consumer protocol."""
 

@@ -27,7 +27,16 @@ from ..local_assignors import LocalAssignors
 from ..member import MemberSession, MemberState
 from ..member.cluster import parse_bootstrap
 from ..member.effects import AnswerQuery, ApplicationWork, Effect, RunAssignor, SendRequest
-from ..member.events import AssignorFinished, Event, OffsetsQuery, Poll, RequestFailed, ResponseReceived, Tick
+from ..member.events import (
+    AssignorFinished,
+    ClockOffset,
+    Event,
+    OffsetsQuery,
+    Poll,
+    RequestFailed,
+    ResponseReceived,
+    Tick,
+)
 from ..member.model import TopicIdPartition
 from ..metrics import ConsumerMetrics
 from ..sasl import AuthenticationFailedError
@@ -70,6 +79,10 @@ QueryFactory = Callable[[int, int], Event]
 
 _INFINITY = float("inf")
 
+#: The member hears the wall clock again (`ClockOffset`) when it moved by this much against the
+#: loop's clock (a clock step): less is the two clocks' reading jitter.
+CLOCK_MOVED_MS = 2
+
 
 def wait_slice(state: MemberState, quiet_until: float, now: float) -> float:
     """`MemberRuntime.wait_slice`'s rule: `quiet_until` is when the member may next post work
@@ -82,6 +95,11 @@ def wait_slice(state: MemberState, quiet_until: float, now: float) -> float:
 
 def _now_ms(loop: asyncio.AbstractEventLoop) -> int:
     return int(loop.time() * 1000)
+
+
+def _wall_offset_ms(now_ms: int) -> int:
+    """The wall clock minus the loop's clock (whose reading is `now_ms`)."""
+    return int(time.time() * 1000) - now_ms
 
 
 class MemberRuntime:
@@ -128,6 +146,8 @@ class MemberRuntime:
         self._quiet_until = _INFINITY
         self._answers: dict[int, concurrent.futures.Future[Any]] = {}
         self._tokens = 0
+        #: The wall clock's offset the session last heard of (`ClockOffset`).
+        self._wall_offset: int | None = None
         self._closed = False
         #: Set by the consumer: the count of polls the application made without telling the
         #: session (see `_unnoted_polls`; the count the session last heard of beside it), and
@@ -220,7 +240,9 @@ class MemberRuntime:
             return
         loop = asyncio.get_running_loop()
         now = _now_ms(loop)
-        effects = self._unnoted_polls(session, now) if type(event) is Tick else []
+        effects = self._clock(session, now)
+        if type(event) is Tick:
+            effects += self._unnoted_polls(session, now)
         effects += session.handle(event, now)
         self.state, self.member_epoch = session.state, session.member_epoch
         self.assignment = session.assignment
@@ -231,6 +253,15 @@ class MemberRuntime:
 
     def _note_quiet(self) -> None:
         self._quiet_until = 0.0 if self._tasks else self._timer_at
+
+    def _clock(self, session: MemberSession, now: int) -> list[Effect]:
+        """The wall clock for the session's heartbeat grid: before its first event, then again
+        whenever it moved against the loop's clock."""
+        offset = _wall_offset_ms(now)
+        if self._wall_offset is not None and abs(offset - self._wall_offset) < CLOCK_MOVED_MS:
+            return []
+        self._wall_offset = offset
+        return list(session.handle(ClockOffset(offset), now))
 
     def _unnoted_polls(self, session: MemberSession, now: int) -> list[Effect]:
         """A `Poll` for the polls the application made since the last tick without telling the
