@@ -11,17 +11,19 @@ from member_driver import Driver
 
 from kconsumer.client.member.effects import SendHeartbeat
 from kconsumer.client.member.events import ClockOffset, Subscribe
-from kconsumer.client.member.grid import HeartbeatGrid, collect_delay_ms
+from kconsumer.client.member.grid import HeartbeatGrid, collect_delay_ms, grid_period_ms
 from kconsumer.client.member.model import ClassicSettings
 
 INTERVAL = 1_000
+#: The ticks' period: the interval and a hundredth.
+PERIOD = 1_010
 #: The wall clock minus the test's clock.
 OFFSET = 1_700_000_000_123
-PHASE = zlib.crc32(b"g") % INTERVAL
+PHASE = zlib.crc32(b"g") % PERIOD
 
 
 def _on_tick(t: int) -> bool:
-    return (t + OFFSET) % INTERVAL == PHASE
+    return (t + OFFSET) % PERIOD == PHASE
 
 
 class _Clocked(Driver):
@@ -71,8 +73,8 @@ def test_ticks_are_the_wall_clock_times_at_the_groups_phase() -> None:
     grid.wall_offset_ms = OFFSET
     t = 5_000
     tick = grid.tick_after(t, INTERVAL)
-    assert _on_tick(tick) and t < tick <= t + INTERVAL
-    assert grid.tick_after(tick, INTERVAL) == tick + INTERVAL  # strictly after
+    assert _on_tick(tick) and t < tick <= t + PERIOD
+    assert grid.tick_after(tick, INTERVAL) == tick + PERIOD  # strictly after
     assert grid.tick_after(tick - 1, INTERVAL) == tick
     other = HeartbeatGrid("another group")
     other.wall_offset_ms = OFFSET
@@ -82,9 +84,22 @@ def test_ticks_are_the_wall_clock_times_at_the_groups_phase() -> None:
     assert skewed.tick_after(t, INTERVAL) == tick - 7
 
 
-def test_the_collect_delay_is_a_tenth_of_the_interval_within_bounds() -> None:
+def test_the_period_is_a_hundredth_longer_and_the_collect_delay_a_tenth_within_bounds() -> None:
+    assert grid_period_ms(INTERVAL) == PERIOD and grid_period_ms(5_000) == 5_050
+    assert grid_period_ms(50) == 51  # at least a millisecond more
     assert collect_delay_ms(5_000) == 500 and collect_delay_ms(1_000) == 100
     assert collect_delay_ms(200) == 50 and collect_delay_ms(60) == 30
+
+
+def test_the_first_tick_after_a_crashed_members_removal_is_after_it() -> None:
+    """A session timeout that is a multiple of the interval: the removal, a session timeout after
+    the victim's heartbeat at a tick, comes before the others' first tick after it, by six
+    hundredths of the interval (not at it, where who comes first would be chance)."""
+    grid = HeartbeatGrid("g")
+    grid.wall_offset_ms = OFFSET
+    victims_last = grid.tick_after(50_000, INTERVAL)
+    removal = victims_last + 6 * INTERVAL
+    assert grid.tick_after(removal - 1, INTERVAL) == removal + 60
 
 
 def test_collecting_times_by_the_tick_at_which_the_others_hear() -> None:
@@ -97,7 +112,7 @@ def test_collecting_times_by_the_tick_at_which_the_others_hear() -> None:
     assert grid.collect_slot(tick + delay // 2, INTERVAL, joined=False) == tick + delay
     assert grid.collect_slot(tick + delay // 2 + 1, INTERVAL, joined=False) is None  # off the grid
     # A join: the others hear of it at the coming tick, even right after one.
-    assert grid.collect_slot(tick + 1, INTERVAL, joined=True) == tick + INTERVAL + delay
+    assert grid.collect_slot(tick + 1, INTERVAL, joined=True) == tick + PERIOD + delay
 
 
 # -- the member -------------------------------------------------------------------------------
@@ -110,15 +125,15 @@ def test_without_the_wall_clock_the_member_keeps_its_own_interval() -> None:
     assert _next_heartbeat(d) == first + INTERVAL
 
 
-def test_regular_heartbeats_move_onto_the_ticks_and_are_never_an_interval_apart_or_more() -> None:
+def test_regular_heartbeats_move_onto_the_ticks_and_are_never_more_than_a_period_apart() -> None:
     d = _joined()
     sends = [_next_heartbeat(d) for _ in range(6)]
     # The join's answer asked for a collecting heartbeat a little after the coming tick ...
     assert _on_tick(sends[0] - collect_delay_ms(INTERVAL))
     # ... then every regular one is on a tick, one interval apart.
     assert all(_on_tick(t) for t in sends[1:])
-    assert [b - a for a, b in itertools.pairwise(sends[1:])] == [INTERVAL] * 4
-    assert all(0 < b - a <= INTERVAL for a, b in itertools.pairwise(sends))
+    assert [b - a for a, b in itertools.pairwise(sends[1:])] == [PERIOD] * 4
+    assert all(0 < b - a <= PERIOD for a, b in itertools.pairwise(sends))
 
 
 def test_an_answer_with_a_new_epoch_sends_a_collecting_heartbeat_after_the_acknowledgement() -> None:
@@ -135,7 +150,7 @@ def test_an_answer_with_a_new_epoch_sends_a_collecting_heartbeat_after_the_ackno
     d.respond(d.core.member_epoch, interval=INTERVAL)
     # The collecting heartbeat, a little after the tick, then the next tick again.
     assert _next_heartbeat(d) == tick + collect_delay_ms(INTERVAL)
-    assert _next_heartbeat(d) == tick + INTERVAL
+    assert _next_heartbeat(d) == tick + PERIOD
 
 
 def test_a_clock_step_moves_the_ticks() -> None:
@@ -144,8 +159,8 @@ def test_a_clock_step_moves_the_ticks() -> None:
         _next_heartbeat(d)
     d.send(ClockOffset(OFFSET + 300))  # the wall clock jumped 300 ms ahead
     sends = [_next_heartbeat(d) for _ in range(2)]
-    assert all((t + OFFSET + 300) % INTERVAL == PHASE for t in sends)
-    assert sends[1] - sends[0] == INTERVAL
+    assert all((t + OFFSET + 300) % PERIOD == PHASE for t in sends)
+    assert sends[1] - sends[0] == PERIOD
 
 
 def test_a_failed_heartbeat_backs_off_and_forgets_the_collecting_slot() -> None:

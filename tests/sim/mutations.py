@@ -20,6 +20,7 @@ from kconsumer.client.member import MemberCore
 from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput, Membership, _Commit
 from kconsumer.client.member.effects import CommitFinished
+from kconsumer.client.member.grid import HeartbeatGrid
 from kconsumer.client.member.model import CallbackKind, TopicIdPartition
 from kconsumer.client.member.operations import CallbackNeed, CommitNeed, Need, StopNeed, Waiter
 from kconsumer.testing.sim import runtime as sim_runtime
@@ -194,6 +195,16 @@ def every_commit_answer_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ApplicationCore, "_commit_finished", finished)
 
 
+def aligned_heartbeats_skip_a_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member on the group's ticks skips one: its regular heartbeats come an interval late."""
+    original = HeartbeatGrid.tick_after
+
+    def tick_after(self: HeartbeatGrid, t_ms: int, interval_ms: int) -> int:
+        return original(self, t_ms, interval_ms) + interval_ms
+
+    monkeypatch.setattr(HeartbeatGrid, "tick_after", tick_after)
+
+
 MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
     "coordinator_releases_before_ack": (
         coordinator_releases_before_ack,
@@ -225,6 +236,7 @@ MUTATIONS: dict[str, tuple[Mutation, frozenset[str]]] = {
         frozenset({"commit-regressed"}),
     ),
     "every_commit_answer_kept": (every_commit_answer_kept, frozenset({"commit-answer-kept"})),
+    "aligned_heartbeats_skip_a_tick": (aligned_heartbeats_skip_a_tick, frozenset({"heartbeat-late"})),
 }
 
 

@@ -14,6 +14,7 @@ from kconsumer.broker.coordinator import coordinator as coordinator_module
 from kconsumer.broker.coordinator import progress as coordinator_progress
 from kconsumer.broker.coordinator.membership import remove_member
 from kconsumer.client.member import classic_routes
+from kconsumer.client.member import core as core_module
 from kconsumer.client.member import session as session_module
 from kconsumer.client.member.classic_exchange import ClassicExchange
 from kconsumer.client.member.commits import CommitManager, CommitOutput
@@ -52,10 +53,10 @@ def leave_ignores_running_revoke_callback(monkeypatch: pytest.MonkeyPatch) -> No
 def leave_heartbeats_forget_told_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: heartbeats while preparing to leave did not report partitions still to be revoked."""
 
-    def reported(self: Any) -> frozenset[TopicIdPartition]:
-        return frozenset(self._recon.reported)
+    def reported(reported: frozenset[TopicIdPartition], leave: Any) -> frozenset[TopicIdPartition]:
+        return frozenset(reported)
 
-    monkeypatch.setattr(MemberCore, "_reported", reported)
+    monkeypatch.setattr(core_module, "reported_partitions", reported)
 
 
 def static_replacement_drops_regexes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,7 +28,7 @@ from .effects import Effect, FindCoordinator, RefreshMetadata, ReportError, Send
 from .errors import HeartbeatAction, pattern_needs_v1, poll_interval_exceeded
 from .heartbeat_request import REGEX_VERSION
 from .heartbeats import Accepted, HeartbeatExchange, LeaveAnswered, Rejected
-from .leaving import Leave, LeavePhase, Rejoin, Shutdown, leave_epoch
+from .leaving import Leave, LeavePhase, Rejoin, Shutdown, leave_epoch, reported_partitions
 from .model import (
     LISTENER_CALLBACKS,
     CallbackKind,
@@ -130,6 +130,11 @@ class MemberCore:
     def commits(self) -> CommitManager:
         """The commits and offset fetches under way; for tests and observability."""
         return self._commits
+
+    @property
+    def heartbeats(self) -> HeartbeatExchange | ClassicExchange:
+        """The heartbeat exchange (its schedule, what it carries); for tests and observability."""
+        return self._hb
 
     # -- the entry points -----------------------------------------------------------------------
 
@@ -399,15 +404,6 @@ class MemberCore:
         leave = self._leave
         return self._state in HEARTBEATING and not (leave is not None and leave.fenced)
 
-    def _reported(self) -> frozenset[TopicIdPartition]:
-        """The TopicPartitions a heartbeat reports: what the member owns or may still start fetching
-        (`Reconciler.reported`) and, while preparing to leave, the partitions the application has
-        not yet been told it gave up (assigned ones of an interrupted step included)."""
-        reported = self._recon.reported
-        if self._leave is not None:
-            reported = reported | frozenset(self._leave.release.callback)
-        return reported
-
     def _maybe_heartbeat(self) -> None:
         hb = self._hb
         if not self._heartbeating() or hb.schedule.in_flight is not None:
@@ -421,9 +417,8 @@ class MemberCore:
         if not is_due(hb.due_at(self._heartbeat_urgent()), self._now):
             return
         sub = self._subscription if state in IN_GROUP else None
-        effect = hb.send(
-            self._now, self._member_id, self._epoch, sub, self._reported(), self._assignors.announced
-        )
+        reported = reported_partitions(self._recon.reported, self._leave)
+        effect = hb.send(self._now, self._member_id, self._epoch, sub, reported, self._assignors.announced)
         if isinstance(effect, ReleaseBeforeJoin):  # classic: revoke first (eager: everything)
             self._recon.receive(effect.keep, None, self._epoch, release_only=True)
             self._reconcile()

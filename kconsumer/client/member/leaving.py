@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ...protocol.messages.consumer_group import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from .effects import LeaveDone
-from .model import CallbackKind, LeaveReason, PartitionOffset
+from .model import CallbackKind, LeaveReason, PartitionOffset, TopicIdPartition
 from .operations import CallbackNeed, CommitNeed, Need, Outcome, Pending, StopNeed
 from .reconciler import Release
 
@@ -142,3 +142,12 @@ def leave_epoch(reason: LeaveReason, static: bool, closing: bool) -> int:
     """The MemberEpoch of the leave heartbeat."""
     temporary = reason is not LeaveReason.UNSUBSCRIBE or closing
     return LEAVE_GROUP_STATIC_MEMBER_EPOCH if static and temporary else LEAVE_GROUP_MEMBER_EPOCH
+
+
+def reported_partitions(
+    reported: frozenset[TopicIdPartition], leave: Leave | None
+) -> frozenset[TopicIdPartition]:
+    """The TopicPartitions a heartbeat reports: `reported`, what the member owns or may still
+    start fetching (`Reconciler.reported`), and, while preparing to `leave`, the partitions the
+    application has not yet been told it gave up (assigned ones of an interrupted step included)."""
+    return reported if leave is None else reported | frozenset(leave.release.callback)

@@ -47,16 +47,28 @@ class HeartbeatSchedule:
         """When the next heartbeat may go, or None while one is in flight."""
         if self.in_flight is not None:
             return None
-        if urgent or self._last_sent_ms is None:
-            base = 0
-        elif self._collect_at is not None:
-            base = self._collect_at
-        elif self._aligned():
-            assert self.grid is not None
-            base = self.grid.tick_after(self._last_sent_ms, self.interval_ms)
-        else:
-            base = self._last_sent_ms + self.interval_ms
+        last = self._last_sent_ms
+        base = 0 if urgent or last is None else self._regular_due(last)
         return max(base, self._retry.not_before)
+
+    def regular_gap_ms(self) -> int | None:
+        """How long after the previous heartbeat the next regular one is due: at most the interval
+        (on the grid: its period, `grid_period_ms`), and `collect_delay_ms` more for a collecting
+        one (None: one is in flight, none was sent since the last failure, or a retry backoff
+        decides)."""
+        last = self._last_sent_ms
+        if self.in_flight is not None or last is None:
+            return None
+        due = self._regular_due(last)
+        return None if self._retry.not_before > due else due - last
+
+    def _regular_due(self, last_sent_ms: int) -> int:
+        if self._collect_at is not None:
+            return self._collect_at
+        if self._aligned():
+            assert self.grid is not None
+            return self.grid.tick_after(last_sent_ms, self.interval_ms)
+        return last_sent_ms + self.interval_ms
 
     def _aligned(self) -> bool:
         return self.grid is not None and self.grid.ready and self.interval_ms > 0

@@ -9,7 +9,7 @@ after their core has given it up, to give everything up as soon as a heartbeat r
 coordinator that removed them arrives, and to be gone once faults stop (liveness). Their overlap
 with other members is counted.
 
-Checked after every step that can change them:
+Checked after every step that can change them (and the members' timing: `timing`):
 
 * coordinator: no partition in two members' assigned-or-pending-revocation sets; the group epoch
   never decreases; assignment epoch <= group epoch; member epochs <= group epoch and never
@@ -50,6 +50,7 @@ from ...client.member.state import IN_GROUP
 from ...protocol.messages.offsets import OffsetCommitRequest
 from .coverage import Coverage
 from .host import GROUP
+from .timing import late_heartbeat
 from .topics import Key
 
 if TYPE_CHECKING:
@@ -383,6 +384,8 @@ class Checker:
         epoch = core.member_epoch
         label = proc.label
         self._check_commit_answers(proc)
+        if (late := late_heartbeat(proc)) is not None:
+            self.violation("heartbeat-late", late)
         if epoch > 0:
             last = self._client_epochs.get(label, 0)
             if epoch < last:

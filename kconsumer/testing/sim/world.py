@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ...assignment.classic_strategies import CLASSIC_STRATEGIES, is_cooperative
-from ...client.member.events import RequestAssignment
+from ...client.member.events import ClockOffset, RequestAssignment
 from ...client.member.model import ClassicSettings
+from .clocks import ClockPlan
 from .exactly_once import ExactlyOnce
 from .host import CoordinatorHost, coordinator_config
 from .invariants import Checker, Violation
@@ -44,6 +45,8 @@ class SimResult:
     stats: dict[str, int] = field(default_factory=dict)
     #: The members' protocols the seed ran with (see `World`): its replay needs them.
     protocols: str = "consumer"
+    #: The members' wall clocks (`clocks`).
+    clocks: ClockPlan | None = None
 
     @property
     def ok(self) -> bool:
@@ -56,6 +59,7 @@ class SimResult:
             f"seed {self.seed}: {'ok' if self.ok else 'VIOLATION'}",
             f"  faults: {self.faults.describe()}",
             f"  world:  {self.params.describe()}",
+            f"  clocks: {self.clocks.describe() if self.clocks is not None else '-'}",
         ]
         lines += [f"  {v}" for v in self.violations[:5]]
         if not self.ok:
@@ -95,6 +99,8 @@ class World:
         self.params = params = SimParams.draw(rng, self.faults)
         if protocols == "transactional":  # offsets are committed in transactions only
             self.params = params = replace(params, auto_commit=False, manual_commit_every=0)
+        interval, faulty_ms = params.heartbeat_interval_ms, params.fault_phase_ms
+        self.clocks = ClockPlan.draw(seed, params.members, interval, faulty_ms)
         self.sched = Scheduler()
         self.trace = Trace(verbose, sink)
         self.topics = TopicStore(rng)
@@ -175,7 +181,15 @@ class World:
         self.trace.log(
             self.sched.now, proc.label, f"process starts as {proc.member_id} instance={instance}{protocol}"
         )
+        self._tell_clock(slot)
         proc.app.begin(topics, pattern)
+
+    def _tell_clock(self, slot: int) -> None:
+        """Slot `slot`'s live process hears its wall clock (`clocks`): as it starts, and after its
+        clock stepped (held back while it is paused, as the runtime notices at its next event)."""
+        proc, offset = self.slots[slot], self.clocks.offset_ms(slot, self.sched.now)
+        if proc is not None and proc.alive and offset is not None:
+            proc.deliver(proc.handle, ClockOffset(offset))
 
     def _schedule_restart(self, slot: int) -> None:
         if slot in self.restarts_pending:
@@ -374,9 +388,11 @@ class World:
     def run(self) -> SimResult:
         """Play the seed: faults, quiet phase (liveness), drain (at-least-once)."""
         self.trace.log(0, "seed", f"{self.seed} faults: {self.faults.describe()}")
-        self.trace.log(0, "seed", f"world: {self.params.describe()}")
+        self.trace.log(0, "seed", f"world: {self.params.describe()} {self.clocks.describe()}")
         for slot in range(self.params.members):
             self.sched.at(self.rng.randint(0, 1_500), self._start_member, slot)
+        for step in self.clocks.steps:
+            self.sched.at(step.at_ms, self._tell_clock, step.slot)
         self.sched.after(0, self._produce)
         self._schedule_faults()
         sched = self.sched
@@ -417,6 +433,7 @@ class World:
             list(self.trace.tail),
             stats,
             self.protocols,
+            self.clocks,
         )
 
     def _quiet_phase(self, stats: dict[str, int]) -> None:
