@@ -266,7 +266,7 @@ TRANSACTIONAL_MUTATIONS: dict[str, tuple[Mutation, int, frozenset[str]]] = {
     ),
     "members_fetch_unstable_offsets": (
         members_fetch_unstable_offsets,
-        169,
+        26,
         frozenset({"commit-regressed", "exactly-once"}),
     ),
 }
