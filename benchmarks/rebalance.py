@@ -12,8 +12,10 @@ each leave, unmeasured, so every leave is from a group of N, and the only member
 replacement at once); a member **crashes** (SIGKILL: no
 leave, its partitions wait for the session timeout; when it was the only member a replacement
 starts at once); a **rolling restart**
-of every member (each closes, a new process starts, the next restart waits until the newcomer owns
-a partition). A second run with static members (``group.instance.id``) does a static rolling
+of every member (each closes once its replacement's process is ready, that is has imported its
+client, as a deployment's readiness check has it; the new one starts; the next restart waits
+until the newcomer owns a partition). A member process is started only once it is ready
+(`rebalance_members`). A second run with static members (``group.instance.id``) does a static rolling
 restart (the newcomer reuses the instance id). Every event starts after a
 random wait of up to one heartbeat interval (`_at_a_random_heartbeat_phase`).
 
@@ -34,14 +36,15 @@ reference coordinator (``kconsumer serve``), on librdkafka's mock cluster and on
 the Apache Kafka Java client's KIP-848 consumer (`peers/java`, relayed by a member process) on
 Apache Kafka and the reference coordinator; confluent-kafka's classic protocol with
 ``cooperative-sticky`` and with eager ``range`` on the mock (the baseline the new protocol
-replaces). Every client keeps its defaults (auto-commit every 5 s) except the group timers, the
-same everywhere: see `TIMERS`.
+replaces); and, asked for by name, "kconsumer unaligned": kconsumer with
+``heartbeat.alignment=none`` (each member heartbeating at its own phase, as before the heartbeat
+grid of docs/heartbeat-alignment.md), for a before-and-after in one run. Every client keeps its
+defaults (auto-commit every 5 s) except the group timers, the same everywhere: see `TIMERS`.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import random
 import threading
 import time
@@ -51,9 +54,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from .common import GroupTimers, broker, log
-from .member_trace import TRACE_VARIABLE, java_trace, librdkafka_trace, trace_callbacks
+from .common import broker, log
 from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
+from .rebalance_members import MAX_RATE, RATE_PER_PARTITION, TIMERS, TOPIC, member_process, producer
 
 #: (name, broker, client kind) in report order.
 COMBOS = (
@@ -67,179 +70,16 @@ COMBOS = (
     ("confluent KIP-848", "kafka", "confluent-consumer"),
     ("Java KIP-848", "kafka", "java-consumer"),
     ("Java KIP-848", "reference", "java-consumer"),
+    ("kconsumer unaligned", "reference", "kconsumer-unaligned"),
+    ("kconsumer unaligned", "mock", "kconsumer-unaligned"),
+    ("kconsumer unaligned", "kafka", "kconsumer-unaligned"),
 )
-#: What a run without ``--clients`` or ``--coordinators`` measures (Apache Kafka and the Java
-#: client are asked for by name: ``--coordinators kafka``).
-DEFAULT_COMBOS = tuple(c for c in COMBOS if c[1] != "kafka" and c[2] != "java-consumer")
+#: What a run without ``--clients`` or ``--coordinators`` measures (Apache Kafka, the Java client
+#: and kconsumer without its heartbeat grid are asked for by name: ``--coordinators kafka``).
+DEFAULT_COMBOS = tuple(
+    c for c in COMBOS if c[1] != "kafka" and c[2] not in ("java-consumer", "kconsumer-unaligned")
+)
 EVENTS = ("join", "leave", "crash", "rolling-dynamic", "rolling-static")
-#: Session timeout and heartbeat interval for every broker (KIP-848) and classic client alike.
-TIMERS = GroupTimers(session_timeout_ms=6_000, heartbeat_interval_ms=1_000, assignment_interval_ms=0)
-#: Records per second written to each partition (capped in total by `MAX_RATE`).
-RATE_PER_PARTITION = 20
-MAX_RATE = 4_000
-TOPIC = "rebalance"
-
-
-# -- member process -----------------------------------------------------------------------------------
-
-
-def _client_config(kind: str, bootstrap: str, group: str, instance_id: str | None) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "auto.offset.reset": "earliest",
-    }
-    if instance_id is not None:
-        config["group.instance.id"] = instance_id
-    if kind in ("kconsumer", "confluent-consumer"):
-        config["group.protocol"] = "consumer"
-    else:
-        config.update(
-            {
-                "group.protocol": "classic",
-                "session.timeout.ms": TIMERS.session_timeout_ms,
-                "heartbeat.interval.ms": TIMERS.heartbeat_interval_ms,
-                "partition.assignment.strategy": "cooperative-sticky"
-                if kind == "confluent-cooperative"
-                else "range",
-            }
-        )
-    return config
-
-
-def _member(
-    conn: Connection, kind: str, bootstrap: str, group: str, name: str, instance_id: str | None
-) -> None:
-    """A group member: waits for "start", subscribes, reports callbacks and records until "leave"."""
-    import confluent_kafka as ck
-
-    from kconsumer import Consumer
-
-    send_lock = threading.Lock()
-
-    def send(message: tuple[Any, ...]) -> None:
-        with send_lock:
-            conn.send(message)
-
-    def callback(what: str) -> Any:
-        def report(_consumer: Any, partitions: list[Any]) -> None:
-            send((what, time.monotonic(), name, [tp.partition for tp in partitions]))
-
-        return report
-
-    if conn.recv() != ("start",):
-        return
-    trace_dir = os.environ.get(TRACE_VARIABLE)
-    traced: dict[str, Any] = {}
-    if trace_dir and kind != "java-consumer":
-        callback = trace_callbacks(callback, trace_dir, name)
-        if kind != "kconsumer":
-            traced = librdkafka_trace(trace_dir, name)
-    if kind == "java-consumer":
-        _java_member(send, conn, bootstrap, group, name, instance_id, trace_dir)
-        return
-    factory = Consumer if kind == "kconsumer" else ck.Consumer
-    consumer = factory({**_client_config(kind, bootstrap, group, instance_id), **traced})
-    consumer.subscribe(
-        [TOPIC], on_assign=callback("assign"), on_revoke=callback("revoke"), on_lost=callback("lost")
-    )
-    send(("subscribed", time.monotonic(), name, []))
-    while True:
-        if conn.poll(0):
-            command = conn.recv()
-            if command == ("leave",):
-                consumer.close()
-                send(("closed", time.monotonic(), name, []))
-                return
-        messages = consumer.consume(500, 0.05)
-        if messages:
-            now = time.monotonic()
-            send(("records", now, name, [(m.partition(), m.offset()) for m in messages if m.error() is None]))
-
-
-def _java_member(
-    send: Any,
-    conn: Connection,
-    bootstrap: str,
-    group: str,
-    name: str,
-    instance_id: str | None,
-    trace_dir: str | None,
-) -> None:
-    """The Java client's consumer (auto-commit on, as its defaults) in a process of its own,
-    its reports relayed to the parent with this process's clock (with `trace_dir`, its
-    hand-over's debug lines go to a file there: `member_trace.java_trace`)."""
-    import json
-    import subprocess
-
-    from peers.build import java_peer
-
-    java, *program = java_peer()
-    options: list[str] = []
-    trace_file = None  # (not `log`: that is the benchmark's logging function)
-    if trace_dir:
-        options, trace_file = java_trace(trace_dir, name)
-    command = [java, *options, *program, "consume", "--bootstrap", bootstrap, "--group", group]
-    command += ["--name", name, "--topics", TOPIC, "--commit-every-ms", "5000"]
-    command += ["--prop", "enable.auto.commit=true"]
-    if instance_id is not None:
-        command += ["--instance-id", instance_id]
-    peer = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=trace_file, text=True, bufsize=1
-    )
-    if trace_file is not None:
-        trace_file.close()  # the JVM writes to its own copy of the descriptor
-    assert peer.stdin is not None and peer.stdout is not None
-    stdin = peer.stdin
-
-    def relay() -> None:
-        assert peer.stdout is not None
-        renamed = {"assigned": "assign", "revoked": "revoke", "lost": "lost"}
-        for line in peer.stdout:
-            report = json.loads(line)
-            event, now = report["event"], time.monotonic()
-            if event == "record":
-                send(("records", now, name, [(report["partition"], report["offset"])]))
-            elif event in renamed:
-                send((renamed[event], now, name, [p for _t, p in report["partitions"]]))
-                stdin.write("ack\n")
-                stdin.flush()
-            elif event == "ready":
-                send(("subscribed", now, name, []))
-
-    reader = threading.Thread(target=relay, daemon=True)
-    reader.start()
-    if conn.recv() == ("leave",):
-        stdin.write("close\n")
-        stdin.flush()
-        peer.wait(60)
-        reader.join(10)
-        send(("closed", time.monotonic(), name, []))
-
-
-def _producer(bootstrap: str, partitions: int, rate: float, stop: Any) -> None:
-    """Write `rate` records/s spread evenly over the partitions until `stop` is set."""
-    import confluent_kafka as ck
-
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    tick = 0.02
-    per_tick = rate * tick
-    owed = 0.0
-    partition = 0
-    next_tick = time.monotonic()
-    while not stop.is_set():
-        owed += per_tick
-        while owed >= 1:
-            owed -= 1
-            try:
-                producer.produce(TOPIC, b"r" * 16, partition=partition)
-            except BufferError:
-                producer.poll(0.05)
-            partition = (partition + 1) % partitions
-        producer.poll(0)
-        next_tick += tick
-        time.sleep(max(0.0, next_tick - time.monotonic()))
-    producer.flush(5)
 
 
 # -- the parent's view of the group -------------------------------------------------------------------
@@ -286,8 +126,12 @@ class Log:
 
     events: Events = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Members whose process reported ``ready`` (imported its client, waiting to start).
+    ready: set[str] = field(default_factory=set)
 
     def add(self, event: tuple[str, float, str, Any]) -> None:
+        if event[0] == "ready":
+            self.ready.add(event[2])
         with self.lock:
             self.events.append(event)
 
@@ -310,7 +154,7 @@ class Group:
         self._producer_stop = self.ctx.Event()
         rate = min(MAX_RATE, RATE_PER_PARTITION * partitions)
         self._producer = self.ctx.Process(
-            target=_producer, args=(bootstrap, partitions, rate, self._producer_stop), daemon=True
+            target=producer, args=(bootstrap, partitions, rate, self._producer_stop), daemon=True
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
 
@@ -322,7 +166,7 @@ class Group:
         if self.static and instance_id is None:
             instance_id = f"instance-{name}"
         process = self.ctx.Process(
-            target=_member,
+            target=member_process,
             args=(child, self.kind, self.bootstrap, self.group, name, instance_id),
             daemon=True,
         )
@@ -333,6 +177,8 @@ class Group:
         return member
 
     def start(self, member: Member) -> float:
+        """Start `member` (once its process is ready); returns when it was told to."""
+        self.wait_ready(member)
         now = time.monotonic()
         member.conn.send(("start",))
         member.started = True
@@ -352,6 +198,14 @@ class Group:
                     if member.alive:
                         member.alive = False
                         self.log.add(("dead", time.monotonic(), member.name, []))
+
+    def wait_ready(self, member: Member, timeout_s: float = 60.0) -> None:
+        """Wait until `member`'s process has imported its client (its ``ready`` report)."""
+        deadline = time.monotonic() + timeout_s
+        while member.name not in self.log.ready:
+            if time.monotonic() > deadline or not member.process.is_alive():
+                raise RuntimeError(f"member {member.name} did not get ready")
+            time.sleep(0.005)
 
     def form(self, members: list[Member]) -> None:
         """Start the producer, the reader and `members`; wait until they form a converged group."""
@@ -543,7 +397,7 @@ def _rolling(
     for old in list(group.live()):
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
         spare = None
-        time.sleep(0.3)  # let the new process finish importing before the old one goes
+        group.wait_ready(new)  # the new process is up before the old one goes
         leaving = time.monotonic()
         group.leave(old)
         started = group.start(new)
