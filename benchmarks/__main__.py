@@ -137,7 +137,8 @@ NOTES = {
         "consumed again in the event's window (auto-commit every 5 s, the default, for every client; "
         "classic clients that had committed nothing yet re-read from the earliest offset). The mock "
         "cluster's KIP-848 target assignment is its own simple range assignor; the reference runs "
-        "`uniform`."
+        "`uniform`. kconsumer's sources are byte-compiled before the members start, as a wheel's are at "
+        "install."
     ),
     "coordinator": (
         "Assignors: `benchmarks/assignor_scale.py` (Kafka's ServerSideAssignorBenchmark grid: partitions "
@@ -180,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "notes": NOTES,
     }
     common.log(f"benchmarks: {', '.join(args.only)}{' (quick)' if args.quick else ''} -> {out_dir}")
+    common.log(f"benchmarks: sources byte-compiled in {common.compile_sources():.1f} s")
     if "throughput" in args.only:
         _throughput(args, data)
     if "rebalance" in args.only:
