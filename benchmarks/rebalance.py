@@ -248,6 +248,16 @@ class Group:
     def owns(self, member: Member) -> bool:
         return bool(timeline(self.log.snapshot(), self.partitions)["held"].get(member.name))
 
+    def wait_owns(self, member: Member, timeout_s: float) -> None:
+        """Wait until `member` holds a partition, if the group has one for each member.
+
+        Convergence is a quiet period with every partition owned: a newcomer that has not joined
+        yet (a JVM still starting, on a loaded machine) would leave the group quiet and the event
+        "over" before anything moved."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.partitions >= len(self.live()) and not self.owns(member):
+            time.sleep(0.05)
+
     def close(self) -> None:
         self._producer_stop.set()
         for member in self.members.values():
@@ -337,6 +347,7 @@ def _dynamic_run(
             if "join" in events:
                 _at_a_random_heartbeat_phase()
                 since = group.start(spare)
+                group.wait_owns(spare, _settle_timeout(n))
                 ok, until = group.wait_converged(since, _settle_timeout(n))
                 results.append(_result(name, broker_kind, n, p, "join", group, since, ok, until))
                 spare = group.spawn()
@@ -401,9 +412,7 @@ def _rolling(
         leaving = time.monotonic()
         group.leave(old)
         started = group.start(new)
-        deadline = time.monotonic() + _settle_timeout(n)
-        while time.monotonic() < deadline and not group.owns(new) and p >= len(group.live()):
-            time.sleep(0.05)
+        group.wait_owns(new, _settle_timeout(n))
         log(
             f"{event} {name} {old.name} -> {new.name}: closed and exited in {started - leaving:.2f} s, "
             f"the newcomer owned a partition {time.monotonic() - started:.2f} s after its start"
