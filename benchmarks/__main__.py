@@ -39,6 +39,13 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.replace(",", " ").split()]
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -97,6 +104,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     r.add_argument(
         "--rebalance-runs", type=int, default=1, help="whole runs of every cell (the report gives medians)"
+    )
+    r.add_argument(
+        "--rebalance-repeats",
+        type=_positive,
+        default=3,
+        help="joins and leaves per group in a run (a leave's cost is chance: more repeats, a firmer median)",
     )
     c = parser.add_argument_group("coordinator")
     c.add_argument("--assignors", type=_names, default=None, help="uniform,range")
@@ -245,6 +258,7 @@ def _rebalance(args: argparse.Namespace, data: dict[str, Any]) -> None:
         partitions=args.rebalance_partitions or ((16,) if args.quick else (16, 64, 256)),
         events=args.events or rebalance.EVENTS,
         runs=args.rebalance_runs,
+        repeats=args.rebalance_repeats,
     )
     data["rebalance"] = [r.as_dict() for r in rebalance.run(settings)]
 

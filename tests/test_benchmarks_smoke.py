@@ -107,7 +107,13 @@ def test_several_rebalance_runs_report_each_measure_s_median() -> None:
         and merged.note == "median of 3 measurements in 3 runs"
     )
     args = cli.parse(["--only", "rebalance", "--rebalance-runs", "3"])
-    assert args.rebalance_runs == 3
+    assert args.rebalance_runs == 3 and args.rebalance_repeats == 3
+
+
+def test_joins_and_leaves_repeat_as_often_as_asked_and_at_least_once() -> None:
+    assert cli.parse(["--rebalance-repeats", "7"]).rebalance_repeats == 7
+    with pytest.raises(SystemExit):
+        cli.parse(["--rebalance-repeats", "0"])
 
 
 def test_report_files_and_docs_block(tmp_path: pathlib.Path) -> None:
