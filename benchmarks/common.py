@@ -248,8 +248,9 @@ def compile_sources() -> float:
     editable install, whose modules a process compiles afresh on every import when no ``.pyc``
     is on disk (always, under ``PYTHONDONTWRITEBYTECODE``). That took 0.55-0.60 s per import
     against 0.33 s compiled (``python -c "from kconsumer import Consumer"``): a cost an
-    installed kconsumer does not have, charged to every kconsumer member a rebalance starts.
-    Compiling first (as pip does for a wheel) makes every client's start that of an install.
+    installed kconsumer does not have, charged to every member process a rebalance starts (each
+    imports both kconsumer and confluent-kafka). Compiling first, as pip does for a wheel, makes
+    every member's start that of an install.
     """
     started = time.monotonic()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
