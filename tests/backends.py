@@ -165,5 +165,19 @@ def open_cluster(backend: str, **options: Any) -> Iterator[Cluster]:
     kafka = _POOL.acquire(settings)
     try:
         yield kafka
+    except BaseException as failure:  # a failed assertion, an error, pytest-timeout's Failed
+        failure.add_note(node_logs(kafka))
+        raise
     finally:
         _POOL.release(kafka)
+
+
+def node_logs(kafka: ApacheKafka, lines: int = 60) -> str:
+    """Each node's state and the end of its log, for a failed test's report: the pool resets and
+    reuses its cluster, so a failure's broker side is only kept here."""
+    up = set(kafka.brokers_up())
+    return "\n".join(
+        f"=== Apache Kafka node {node_id} ({'running' if node_id in up else 'stopped'}) ===\n"
+        + kafka.node_log(node_id, lines)
+        for node_id in kafka.brokers()
+    )

@@ -160,6 +160,24 @@ def test_a_shared_cluster_left_with_a_broker_stopped_comes_back_whole() -> None:
         assert again is cluster and again.brokers_up() == [1, 2, 3]
 
 
+def test_a_failed_test_reports_every_nodes_state_and_log() -> None:
+    """The pool resets a cluster for the next test, so a failure's broker side (a node that
+    stopped answering, an election) is only seen if the failure carries it: each node's state and
+    the end of its log are added to the exception as a note."""
+    from backends import KAFKA
+
+    with pytest.raises(AssertionError) as failed:
+        with open_cluster(KAFKA, brokers=3, session_timeout_ms=3000) as cluster:
+            assert isinstance(cluster, ApacheKafka)
+            cluster.stop_broker(2)
+            raise AssertionError("the test's own failure")
+    notes = "\n".join(failed.value.__notes__)
+    assert "=== Apache Kafka node 1 (running) ===" in notes
+    assert "=== Apache Kafka node 2 (stopped) ===" in notes
+    assert "=== Apache Kafka node 3 (running) ===" in notes
+    assert "server.log" in notes or "console" in notes, notes[:2000]
+
+
 def test_a_worker_group_on_apache_kafka_fails_at_once_saying_why(cluster: Cluster) -> None:
     """Worker groups are kconsumer's extension (docs/worker-protocol.md): Kafka lists none of
     their APIs, and a worker says so instead of retrying forever."""
