@@ -17,7 +17,8 @@ client, as a deployment's readiness check has it; the new one starts; the next r
 until the newcomer owns a partition). A member process is started only once it is ready
 (`rebalance_members`). A second run with static members (``group.instance.id``) does a static rolling
 restart (the newcomer reuses the instance id). Every event starts after a
-random wait of up to one heartbeat interval (`_at_a_random_heartbeat_phase`).
+random wait of up to one heartbeat interval (`HeartbeatPhases`: a group's repeated joins, and its
+repeated leaves, each wait one point of every equal slice of the interval, in random order).
 
 Per event, from its start to convergence (every partition owned by a live member, the group
 balanced, every partition that changed hands consumed again by its new owner, no change for a quiet
@@ -343,9 +344,10 @@ def _dynamic_run(
         originals = [group.spawn() for _ in range(n)]
         spare = group.spawn()
         group.form(originals)
+        joins, leaves, once = HeartbeatPhases(repeats), HeartbeatPhases(repeats), HeartbeatPhases(1)
         for _ in range(repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
             if "join" in events:
-                _at_a_random_heartbeat_phase()
+                joins.wait()
                 since = group.start(spare)
                 group.wait_owns(spare, _settle_timeout(n))
                 ok, until = group.wait_converged(since, _settle_timeout(n))
@@ -354,7 +356,7 @@ def _dynamic_run(
             if "leave" in events:
                 victim = group.live()[0]
                 alone = len(group.live()) == 1
-                _at_a_random_heartbeat_phase()
+                leaves.wait()
                 since = time.monotonic()
                 group.leave(victim)
                 spare, note = _replace_if_alone(group, spare, alone)
@@ -366,7 +368,7 @@ def _dynamic_run(
         if "crash" in events:
             victim = group.live()[0]
             alone = len(group.live()) == 1
-            _at_a_random_heartbeat_phase()
+            once.wait()
             since = group.kill(victim)
             spare, note = _replace_if_alone(group, spare, alone)
             ok, until = group.wait_converged(since, _settle_timeout(n))
@@ -378,16 +380,38 @@ def _dynamic_run(
     return results
 
 
-def _at_a_random_heartbeat_phase() -> None:
-    """Wait a random part of one heartbeat interval before an event starts.
+class HeartbeatPhases:
+    """Random waits of up to one heartbeat interval, before the events of one kind a group repeats.
 
     How long partitions stay unowned after a join, leave or crash depends on where the event falls
     in the members' heartbeat cycles (each member hears of a new target at its next heartbeat).
-    Without this wait, an event starts a fixed time (the convergence check's quiet period) after
-    the previous one settled, so it falls at the same point of each client's cycles run after run,
-    a point set by that client's own timing: a bias that more runs do not average out. With it,
-    the point is chance, drawn alike for every client."""
-    time.sleep(random.uniform(0.0, TIMERS.heartbeat_interval_ms / 1000))
+    Without a wait, an event starts a fixed time (the convergence check's quiet period) after the
+    previous one settled, so it falls at the same point of each client's cycles run after run, a
+    point set by that client's own timing: a bias that more runs do not average out. With a random
+    wait, the point is chance, drawn alike for every client.
+
+    Independent draws bunch, though: fifteen leaves whose waits happen to fall early in the
+    interval all wait long for the next heartbeat, and such a run says more about the draws than
+    about the client. So the waits are stratified: every `count` of them take one point of each of
+    `count` equal slices of the interval, the slices in random order, and a group's repeated
+    events cover its interval evenly, the same way for every client."""
+
+    def __init__(self, count: int, interval_s: float = TIMERS.heartbeat_interval_ms / 1000) -> None:
+        self.count = count
+        self.interval_s = interval_s
+        self._left: list[float] = []
+
+    def next(self) -> float:
+        """The next wait in seconds."""
+        if not self._left:
+            slices = list(range(self.count))
+            random.shuffle(slices)
+            self._left = [(k + random.random()) / self.count * self.interval_s for k in slices]
+        return self._left.pop()
+
+    def wait(self) -> None:
+        """Sleep the next wait."""
+        time.sleep(self.next())
 
 
 def _replace_if_alone(group: Group, spare: Member, alone: bool) -> tuple[Member, str]:
@@ -403,7 +427,7 @@ def _rolling(
     name: str, broker_kind: str, group: Group, n: int, p: int, event: str, spare: Member | None
 ) -> EventResult:
     """Restart every live member, one after the other."""
-    _at_a_random_heartbeat_phase()
+    HeartbeatPhases(1).wait()
     since = time.monotonic()
     for old in list(group.live()):
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)

@@ -92,6 +92,16 @@ def test_hand_over_phases_of_a_crash_and_of_nothing_moving() -> None:
     assert all(value != value for value in nothing)  # NaN: no hand-over in the window
 
 
+def test_repeated_events_wait_one_point_of_every_slice_of_the_heartbeat_interval() -> None:
+    from benchmarks.rebalance import HeartbeatPhases
+
+    phases = HeartbeatPhases(15, interval_s=1.0)
+    for _block in range(3):  # each 15 waits: one in each fifteenth of the interval
+        waits = [phases.next() for _ in range(15)]
+        assert sorted(int(w * 15) for w in waits) == list(range(15)), waits
+    assert 0.0 <= HeartbeatPhases(1, interval_s=1.0).next() < 1.0
+
+
 def test_several_rebalance_runs_report_each_measure_s_median() -> None:
     from benchmarks.rebalance import EventResult
 

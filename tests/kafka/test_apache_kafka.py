@@ -166,11 +166,13 @@ def test_a_failed_test_reports_every_nodes_state_and_log() -> None:
     the end of its log are added to the exception as a note."""
     from backends import KAFKA
 
-    with pytest.raises(AssertionError) as failed:
-        with open_cluster(KAFKA, brokers=3, session_timeout_ms=3000) as cluster:
-            assert isinstance(cluster, ApacheKafka)
-            cluster.stop_broker(2)
-            raise AssertionError("the test's own failure")
+    with (
+        pytest.raises(AssertionError) as failed,
+        open_cluster(KAFKA, brokers=3, session_timeout_ms=3000) as cluster,
+    ):
+        assert isinstance(cluster, ApacheKafka)
+        cluster.stop_broker(2)
+        raise AssertionError("the test's own failure")
     notes = "\n".join(failed.value.__notes__)
     assert "=== Apache Kafka node 1 (running) ===" in notes
     assert "=== Apache Kafka node 2 (stopped) ===" in notes
