@@ -173,6 +173,13 @@ class Ledger:
         self._sampler = threading.Thread(target=run, name="describe-sampler", daemon=True)
         self._sampler.start()
 
+    def sampled_again(self, times: int = 3) -> Callable[[], bool]:
+        """A condition for `wait_until`: the background sampler has looked at the group `times`
+        more times since this call (a test waits for it in each state it wants checked, rather
+        than counting on the machine's speed for a number of samples)."""
+        target = self.samples + times
+        return lambda: self.samples >= target
+
     def stop_sampling(self) -> None:
         if self._sampler is not None:
             self._sampling.set()
