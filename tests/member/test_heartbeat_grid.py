@@ -153,6 +153,29 @@ def test_an_answer_with_a_new_epoch_sends_a_collecting_heartbeat_after_the_ackno
     assert _next_heartbeat(d) == tick + PERIOD
 
 
+def test_a_join_answered_at_epoch_0_without_partitions_still_collects_after_the_coming_tick() -> None:
+    """librdkafka's mock cluster answers a newcomer whose partitions are all still held with epoch
+    0 and no assignment (Apache Kafka gives a new epoch at once). The others hear of the join at
+    the coming tick and release; the newcomer's next heartbeat must come a little after that tick
+    to collect, not a whole period later, and again each period while it waits at epoch 0."""
+    d = _Clocked()
+    d.send(ClockOffset(OFFSET))
+    d.send(Subscribe(topics=("foo",)))
+    d.metadata()
+    joined_at = d.now_of[id(d.in_flight())]
+    d.respond(0, interval=INTERVAL)
+    d.settle()
+    coming_tick = joined_at + 1
+    while not _on_tick(coming_tick):
+        coming_tick += 1
+    assert _until_heartbeat(d) == coming_tick + collect_delay_ms(INTERVAL)
+    d.respond(0, interval=INTERVAL)  # still held: epoch 0 again
+    assert _until_heartbeat(d) == coming_tick + PERIOD + collect_delay_ms(INTERVAL)
+    d.respond(3, {"foo": [0]}, interval=INTERVAL)
+    d.settle()
+    assert d.core.member_epoch == 3
+
+
 def test_a_clock_step_moves_the_ticks() -> None:
     d = _joined()
     for _ in range(2):
