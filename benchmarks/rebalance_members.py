@@ -78,18 +78,18 @@ def member_process(
 
         return report
 
-    send(("ready", time.monotonic(), name, []))
-    if conn.recv() != ("start",):
-        return
     trace_dir = os.environ.get(TRACE_VARIABLE)
-    traced: dict[str, Any] = {}
-    if trace_dir and kind != "java-consumer":
-        callback = trace_callbacks(callback, trace_dir, name)
-        if kind not in KCONSUMER_KINDS:
-            traced = librdkafka_trace(trace_dir, name)
     if kind == "java-consumer":
         _java_member(send, conn, bootstrap, group, name, instance_id, trace_dir)
         return
+    send(("ready", time.monotonic(), name, []))
+    if conn.recv() != ("start",):
+        return
+    traced: dict[str, Any] = {}
+    if trace_dir:
+        callback = trace_callbacks(callback, trace_dir, name)
+        if kind not in KCONSUMER_KINDS:
+            traced = librdkafka_trace(trace_dir, name)
     factory = Consumer if kind in KCONSUMER_KINDS else ck.Consumer
     consumer = factory({**_client_config(kind, bootstrap, group, instance_id), **traced})
     consumer.subscribe(
@@ -120,7 +120,11 @@ def _java_member(
 ) -> None:
     """The Java client's consumer (auto-commit on, as its defaults) in a process of its own,
     its reports relayed to the parent with this process's clock (with `trace_dir`, its
-    hand-over's debug lines go to a file there: `member_trace.java_trace`)."""
+    hand-over's debug lines go to a file there: `member_trace.java_trace`).
+
+    Its JVM starts at once and the member is ``ready`` when the peer has made its consumer and
+    waits (``--wait-start``), as a Python member is once it has imported its client: "start"
+    then only subscribes, so a join or a rolling restart's step is not charged a JVM's start."""
     import json
     import subprocess
 
@@ -133,7 +137,7 @@ def _java_member(
         options, trace_file = java_trace(trace_dir, name)
     command = [java, *options, *program, "consume", "--bootstrap", bootstrap, "--group", group]
     command += ["--name", name, "--topics", TOPIC, "--commit-every-ms", "5000"]
-    command += ["--prop", "enable.auto.commit=true"]
+    command += ["--prop", "enable.auto.commit=true", "--wait-start", "yes"]
     if instance_id is not None:
         command += ["--instance-id", instance_id]
     peer = subprocess.Popen(
@@ -156,11 +160,20 @@ def _java_member(
                 send((renamed[event], now, name, [p for _t, p in report["partitions"]]))
                 stdin.write("ack\n")
                 stdin.flush()
+            elif event == "waiting":
+                send(("ready", now, name, []))
             elif event == "ready":
                 send(("subscribed", now, name, []))
 
     reader = threading.Thread(target=relay, daemon=True)
     reader.start()
+    if conn.recv() != ("start",):
+        stdin.write("close\n")  # told to stop before it started
+        stdin.flush()
+        peer.wait(60)
+        return
+    stdin.write("start\n")
+    stdin.flush()
     if conn.recv() == ("leave",):
         stdin.write("close\n")
         stdin.flush()

@@ -71,7 +71,7 @@ def _java_program(name: str, source: Path, pom: Path, cache: str, marker: str, v
         )
         if result.returncode != 0:
             raise PeerUnavailable(f"javac failed:\n{result.stderr[-3000:]}")
-        staging.rename(classes)
+        publish(staging, classes, f"{source.stem}.class")
     return [
         str(java),
         "-Xmx256m",
@@ -81,6 +81,18 @@ def _java_program(name: str, source: Path, pom: Path, cache: str, marker: str, v
         "-cp",
         os.pathsep.join([str(classes), classpath]),
     ]
+
+
+def publish(staging: Path, classes: Path, marker: str) -> None:
+    """Move a finished compile (`staging`) to `classes`. Processes that start at once (a
+    benchmark's group members) may each compile the same source: the first to finish puts its
+    classes there, and a later one, finding `marker` in place, drops its own copy."""
+    try:
+        staging.rename(classes)
+    except OSError:
+        if not (classes / marker).exists():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def java_peer(version: str = DEFAULT_VERSION) -> list[str]:

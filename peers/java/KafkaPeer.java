@@ -34,7 +34,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * <pre>
  * KafkaPeer consume --bootstrap HOST:PORT --group G (--topics a,b | --pattern REGEX) [--name N]
- *                   [--instance-id I] [--commit-every-ms 200] [--prop key=value ...]
+ *                   [--instance-id I] [--commit-every-ms 200] [--wait-start yes]
+ *                   [--prop key=value ...]
  * KafkaPeer produce --bootstrap HOST:PORT --topic T --count N [--partition P] [--end commit|abort]
  *                   [--prop key=value ...]
  * </pre>
@@ -46,7 +47,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * when the commit failed) and asynchronously every --commit-every-ms. Every assigned, revoked or
  * lost report waits for the line "ack" before the callback returns, so whoever reads the reports
  * learns of an assignment before a record of it is read, and of a release before the partition
- * can move. "close" closes the consumer (leaving the group);
+ * can move. With --wait-start yes the consumer, once made, reports {"event":"waiting"} and
+ * subscribes only at the line "start" (a driver times a join without the JVM's start). "ready"
+ * follows the subscription. "close" closes the consumer (leaving the group);
  * "crash" halts the JVM at once (no leave, no commit).
  *
  * produce: a KafkaProducer with the client's defaults (idempotence on) sending N records,
@@ -57,6 +60,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class KafkaPeer {
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     private static final BlockingQueue<String> ACKS = new LinkedBlockingQueue<>();
+    private static final BlockingQueue<String> STARTS = new LinkedBlockingQueue<>();
     private static volatile boolean closing = false;
 
     public static void main(String[] args) throws Exception {
@@ -159,6 +163,14 @@ public final class KafkaPeer {
                 awaitAck();
             }
         };
+        if ("yes".equals(one(options, "wait-start", "no"))) {
+            OUT.println("{\"event\":\"waiting\"}");
+            if (!"start".equals(STARTS.take())) { // closed before it started
+                consumer.close();
+                OUT.println("{\"event\":\"closed\"}");
+                return;
+            }
+        }
         String pattern = one(options, "pattern", null);
         if (pattern != null) {
             consumer.subscribe(new SubscriptionPattern(pattern), listener);
@@ -213,8 +225,10 @@ public final class KafkaPeer {
             while ((line = in.readLine()) != null) {
                 switch (line.trim()) {
                     case "ack" -> ACKS.add("ack");
+                    case "start" -> STARTS.add("start");
                     case "close" -> {
                         closing = true;
+                        STARTS.add("close");
                         consumer.wakeup();
                     }
                     case "crash" -> Runtime.getRuntime().halt(137);
