@@ -191,15 +191,9 @@ class HeartbeatExchange:
                 schedule.failed(now_ms)
             return LeaveAnswered()
         if response is not None and code is ErrorCode.NONE:
-            # A join's answer, a new epoch or an assignment: the group is changing. (Apache Kafka
-            # answers a join with a new epoch; librdkafka's mock cluster answers epoch 0 and no
-            # assignment while the newcomer's partitions are all still held, and the newcomer must
-            # still collect them after the others release them at the coming tick.)
-            news = (
-                schedule.in_flight_epoch == 0
-                or response.member_epoch != schedule.in_flight_epoch
-                or response.assignment is not None
-            )
+            # A new epoch or an assignment: the group is changing (a join's answer always counts,
+            # whatever it holds: the schedule knows which heartbeat was a join).
+            news = response.member_epoch != schedule.in_flight_epoch or response.assignment is not None
             schedule.succeeded(response.heartbeat_interval_ms, now_ms, news)
             return Accepted(response)
         return Rejected(code, message, schedule.in_flight_epoch)

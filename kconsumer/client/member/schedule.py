@@ -84,13 +84,16 @@ class HeartbeatSchedule:
 
     def succeeded(self, interval_ms: int, now_ms: int = 0, news: bool = False) -> None:
         """A response without error arrived at `now_ms`; `interval_ms` is its HeartbeatIntervalMs.
-        `news`: it showed the group changing (a new epoch or assignment, or the member joined):
-        on the grid, the next heartbeat collects what the others release (`grid`)."""
+        `news`: it showed the group changing (a new epoch or assignment). The answer to a join
+        is news whatever it holds: Apache Kafka answers a join with a new epoch, but librdkafka's
+        mock cluster answers epoch 0 and no assignment while the newcomer's partitions are all
+        still held, and the newcomer must still collect them once the others release them. On
+        the grid, the next heartbeat after news collects what the others release (`grid`)."""
         joined = self.in_flight_epoch == 0
         self.in_flight = None
         self.interval_ms = max(interval_ms, 0)
         self._retry.succeeded()
-        if not news or not self._aligned() or self._last_sent_ms is None:
+        if not (news or joined) or not self._aligned() or self._last_sent_ms is None:
             return
         assert self.grid is not None
         slot = self.grid.collect_slot(self._last_sent_ms, self.interval_ms, joined)
