@@ -122,6 +122,7 @@ def test_leaders_move_during_fetch(members: MemberFactory, feeders: FeederFactor
         _finish(cluster, group, ledger, feeder, started)
 
 
+@pytest.mark.timeout(480)  # three restarts of a Kafka JVM on two loaded cores: up to a minute each
 def test_a_rolling_restart_of_every_broker_while_four_members_consume(
     members: MemberFactory, feeders: FeederFactory, backend: str
 ) -> None:

@@ -175,6 +175,24 @@ class KafkaAdmin:
         """The brokers Metadata lists (registered and not fenced), as `node_id` sees them."""
         return sorted(b.node_id for b in self.metadata([], node_id).brokers)
 
+    def wait_in_sync(self, running: set[int], timeout: float) -> None:
+        """Wait until every partition (Kafka's internal topics too) with a replica on a `running`
+        broker has a leader and counts each of its running replicas in sync, as an operator
+        waits between the steps of a rolling restart: otherwise stopping the next broker can
+        take the last in-sync replica of a partition (of the group's offsets, say) away."""
+
+        def attempt() -> None:
+            behind = []
+            for topic in self.metadata().topics:
+                for partition in topic.partitions:
+                    up = set(partition.replica_nodes) & running
+                    if up and (partition.leader_id < 0 or not up <= set(partition.isr_nodes)):
+                        behind.append(f"{topic.name}-{partition.partition_index}")
+            if behind:
+                raise Retry(f"{len(behind)} partitions catching up, such as {', '.join(sorted(behind)[:4])}")
+
+        self.retrying("the replicas of the running brokers", attempt, timeout)
+
     def partition_leaders(self, topic: str) -> list[int]:
         """Each partition's leader (-1 while it has none); KafkaApiError for an unknown topic."""
         response = self.metadata([topic])

@@ -375,6 +375,14 @@ class ApacheKafka:
         """The node id of the broker leading the partition now."""
         return self._admin.partition_leaders(topic)[partition]
 
+    def in_sync_replicas(self, topic: str) -> list[list[int]]:
+        """Each partition's in-sync replicas (node ids, sorted), by partition index."""
+        described = self._admin.metadata([topic]).topics[0]
+        if described.error_code:
+            raise error_for(described.error_code, f"topic {topic!r}")
+        by_index = {p.partition_index: sorted(p.isr_nodes) for p in described.partitions}
+        return [by_index[i] for i in sorted(by_index)]
+
     def stop_broker(self, node_id: int, *, graceful: bool = True) -> None:
         """Stop one broker: gracefully (Kafka's controlled shutdown moves its partitions'
         leadership first), or, with `graceful=False`, killed (the controller notices within
@@ -396,12 +404,14 @@ class ApacheKafka:
         return stopped
 
     def start_broker(self, node_id: int) -> None:
-        """Start a stopped broker again; returns once every broker lists it."""
+        """Start a stopped broker again; returns once every broker lists it and the running
+        brokers' replicas of every partition are in sync again."""
         node = self._nodes[node_id]
         if node.running:
             raise ValueError(f"broker {node_id} is running")
         node.start()
         self._wait_ready(set(self._up()), _START_TIMEOUT_S)
+        self._admin.wait_in_sync(set(self._up()), _START_TIMEOUT_S)
 
 
 def _free_ports(count: int) -> list[int]:
