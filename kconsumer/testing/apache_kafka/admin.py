@@ -55,6 +55,7 @@ from ...protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+    MetadataResponsePartition,
 )
 from ...protocol.messages.offsets import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchResponse
 from ...protocol.messages.produce import (
@@ -193,14 +194,21 @@ class KafkaAdmin:
 
         self.retrying("the replicas of the running brokers", attempt, timeout)
 
-    def partition_leaders(self, topic: str) -> list[int]:
-        """Each partition's leader (-1 while it has none); KafkaApiError for an unknown topic."""
-        response = self.metadata([topic])
-        described = response.topics[0]
+    def _partitions(self, topic: str) -> list[MetadataResponsePartition]:
+        """The partitions Metadata describes for `topic`, by index; KafkaApiError for an unknown
+        topic."""
+        described = self.metadata([topic]).topics[0]
         if described.error_code:
             raise error_for(described.error_code, f"topic {topic!r}")
-        by_index = {p.partition_index: p.leader_id for p in described.partitions}
-        return [by_index[i] for i in sorted(by_index)]
+        return sorted(described.partitions, key=lambda p: p.partition_index)
+
+    def partition_leaders(self, topic: str) -> list[int]:
+        """Each partition's leader (-1 while it has none); KafkaApiError for an unknown topic."""
+        return [p.leader_id for p in self._partitions(topic)]
+
+    def in_sync_replicas(self, topic: str) -> list[list[int]]:
+        """Each partition's in-sync replicas (node ids, sorted); KafkaApiError for an unknown topic."""
+        return [sorted(p.isr_nodes) for p in self._partitions(topic)]
 
     def _settled_leaders(self, topic: str, count: int | None = None) -> list[int]:
         def attempt() -> list[int]:

@@ -377,11 +377,7 @@ class ApacheKafka:
 
     def in_sync_replicas(self, topic: str) -> list[list[int]]:
         """Each partition's in-sync replicas (node ids, sorted), by partition index."""
-        described = self._admin.metadata([topic]).topics[0]
-        if described.error_code:
-            raise error_for(described.error_code, f"topic {topic!r}")
-        by_index = {p.partition_index: sorted(p.isr_nodes) for p in described.partitions}
-        return [by_index[i] for i in sorted(by_index)]
+        return self._admin.in_sync_replicas(topic)
 
     def stop_broker(self, node_id: int, *, graceful: bool = True) -> None:
         """Stop one broker: gracefully (Kafka's controlled shutdown moves its partitions'
@@ -410,8 +406,9 @@ class ApacheKafka:
         if node.running:
             raise ValueError(f"broker {node_id} is running")
         node.start()
-        self._wait_ready(set(self._up()), _START_TIMEOUT_S)
-        self._admin.wait_in_sync(set(self._up()), _START_TIMEOUT_S)
+        running = set(self._up())
+        self._wait_ready(running, _START_TIMEOUT_S)
+        self._admin.wait_in_sync(running, _START_TIMEOUT_S)
 
 
 def _free_ports(count: int) -> list[int]:
