@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from ..client.runtime.inbox import Inbox
 from .assignors import WorkerAssignor
 from .core import RunCallback
 from .facade import Callback, WorkerFacade, WorkerGroupError
@@ -47,7 +48,7 @@ class WorkerGroup(WorkerFacade):
         on_lost: Callback | None = None,
         assignors: list[WorkerAssignor] | None = None,
     ) -> None:
-        self._callbacks: queue.SimpleQueue[RunCallback] = queue.SimpleQueue()
+        self._callbacks: Inbox[RunCallback] = Inbox()
         self._runner = make_runner(config, work, assignors, self._callbacks.put)
         self._set_handlers(on_assigned, on_revoked, on_lost)
         self._started = threading.Event()

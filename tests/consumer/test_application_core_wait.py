@@ -3,7 +3,6 @@ group (close, unsubscribe): done, the group gone for good (fatal), or out of tim
 
 from __future__ import annotations
 
-import queue
 import time
 from typing import Any
 
@@ -12,12 +11,13 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kconsumer.client.application.core import ApplicationCore
 from kconsumer.client.application.ports import ApplicationSettings
+from kconsumer.client.runtime.inbox import Inbox
 from kconsumer.errors import ErrorCode, FencedInstanceIdError
 
 
 def _app() -> ApplicationCore:
     unused: Any = None
-    return ApplicationCore(unused, unused, queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic)
+    return ApplicationCore(unused, unused, Inbox(), ApplicationSettings(), clock=time.monotonic)
 
 
 def test_a_wait_is_over_when_done_even_past_its_deadline() -> None:

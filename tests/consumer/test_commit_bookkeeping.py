@@ -5,7 +5,6 @@ consumer ran.)"""
 
 from __future__ import annotations
 
-import queue
 import time
 from typing import Any
 
@@ -14,6 +13,7 @@ from kconsumer.client.application.ports import ApplicationSettings
 from kconsumer.client.member.effects import CommitFinished
 from kconsumer.client.member.events import CommitRequested, Event
 from kconsumer.client.member.model import CommitReason, PartitionOffset, TopicIdPartition
+from kconsumer.client.runtime.inbox import Inbox
 from kconsumer.protocol.uuid import Uuid
 
 PARTITION = TopicIdPartition(Uuid.from_int(1), "t", 0)
@@ -32,7 +32,7 @@ class _Member:
 def _app() -> tuple[ApplicationCore, _Member]:
     member = _Member()
     unused: Any = None
-    core = ApplicationCore(unused, member, queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic)
+    core = ApplicationCore(unused, member, Inbox(), ApplicationSettings(), clock=time.monotonic)
     return core, member
 
 

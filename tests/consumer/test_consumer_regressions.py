@@ -105,7 +105,6 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     to BEGINNING (a member re-read a partition from offset 0 in the failover test). So the
     application thread resolves resets with ListOffsets and assigns explicit offsets only; when
     the lookup fails, the logical offset still goes to librdkafka."""
-    import queue as _queue
     from typing import Any as _Any
 
     from confluent_kafka import OFFSET_BEGINNING
@@ -114,6 +113,7 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     from kconsumer.client.application.ports import ApplicationSettings
     from kconsumer.client.member.effects import StartFetching
     from kconsumer.client.member.model import FetchPosition, OffsetReset, TopicIdPartition
+    from kconsumer.client.runtime.inbox import Inbox
     from kconsumer.protocol.uuid import Uuid
 
     class FakeFetcher:
@@ -151,14 +151,12 @@ def test_reset_positions_reach_librdkafka_as_explicit_offsets() -> None:
     )
     runtime = FakeRuntime({("t", 0): 7, ("t", 1): 99})
     fetcher = FakeFetcher()
-    app = ApplicationCore(fetcher, runtime, _queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic)  # type: ignore[arg-type]
+    app = ApplicationCore(fetcher, runtime, Inbox(), ApplicationSettings(), clock=time.monotonic)  # type: ignore[arg-type]
     app._execute(work)
     assert runtime.asked == [{("t", 0): -2, ("t", 1): -1}]
     assert fetcher.assigned == [("t", 0, 7), ("t", 1, 99), ("t", 2, 42)]
 
     failing = FakeRuntime(None)
     fetcher = FakeFetcher()
-    ApplicationCore(
-        fetcher, failing, _queue.SimpleQueue(), ApplicationSettings(), clock=time.monotonic
-    )._execute(work)  # type: ignore[arg-type]
+    ApplicationCore(fetcher, failing, Inbox(), ApplicationSettings(), clock=time.monotonic)._execute(work)  # type: ignore[arg-type]
     assert fetcher.assigned[0] == ("t", 0, OFFSET_BEGINNING)

@@ -60,7 +60,8 @@ class MemberLink(Protocol):
 
 
 class WorkQueue(Protocol):
-    """The member's work for the application thread, in order (`queue.SimpleQueue` fits)."""
+    """The member's work for the application thread, in order (`kconsumer.client.runtime.inbox.Inbox`:
+    several threads may wait on it)."""
 
     def get_nowait(self) -> ApplicationWork:
         """The next piece of work; raises `queue.Empty` when there is none."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import queue
 import random
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from .authentication import SaslAuthenticator
 from .background import BackgroundLoop
 from .connection import Address, BrokerConnection, RequestTimeoutError, TransportError
 from .connections import Connections
+from .inbox import Inbox
 
 log = logging.getLogger("kconsumer")
 
@@ -117,7 +117,7 @@ class MemberRuntime:
         self.config = config
         self.group_id = config.require_group()
         self.member_id = member_id
-        self.app_queue: queue.SimpleQueue[ApplicationWork] = queue.SimpleQueue()
+        self.app_queue: Inbox[ApplicationWork] = Inbox()
         self._bootstrap = parse_bootstrap(config.bootstrap_servers)
         self._connections = Connections(
             config.client_id,
