@@ -42,7 +42,9 @@ def test_confluent_classic_members_join_leave_and_crash(strategy: str, backend: 
         bootstrap = cluster.bootstrap_servers
 
         def member(name: str) -> ConfluentMember:
-            return ConfluentMember(ledger, name, bootstrap, group, [TOPIC], settings=_classic(strategy))
+            return ConfluentMember(
+                ledger, name, bootstrap, group, [TOPIC], settings=_classic(strategy), debug_tail=300
+            )
 
         first, second = member("a"), member("b")
         doomed = ProcessMember(ledger, "c", bootstrap, group, TOPIC, strategy)
@@ -58,7 +60,9 @@ def test_confluent_classic_members_join_leave_and_crash(strategy: str, backend: 
         for survivor in (first, last):
             survivor.close()
         ledger.check(produced)
-        assert first.errors == [] and last.errors == [], (first.errors, last.errors)
+        assert first.errors == [] and last.errors == [], (
+            f"{first.errors} {last.errors}\n-- a's log:\n{first.log_tail()}\n-- d's log:\n{last.log_tail()}"
+        )
         description = cluster.describe_classic_group(group)
         assert description is not None and description.state == "Empty", description
 

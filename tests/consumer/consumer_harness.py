@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -302,10 +303,16 @@ class ConfluentMember:
         *,
         commit_every: float | None = 0.2,
         settings: dict[str, Any] | None = None,
+        debug_tail: int = 0,
     ) -> None:
         """`settings` are added to (or replace) the consumer's configuration, e.g. a classic
-        member: ``{"group.protocol": "classic", "partition.assignment.strategy": "range"}``."""
+        member: ``{"group.protocol": "classic", "partition.assignment.strategy": "range"}``.
+        `debug_tail` > 0 turns on librdkafka's group debug log and keeps its last lines, and
+        the lines before each error (`log_tail()`), for a failure message to say what the
+        member saw."""
         self.ledger = ledger
+        self._log: deque[str] = deque(maxlen=max(debug_tail, 1))
+        debugging: dict[str, Any] = {"debug": "cgrp,consumer", "log_level": 7} if debug_tail else {}
         self.name = name
         self.topics = list(topics)
         self.commit_every = commit_every
@@ -318,10 +325,13 @@ class ConfluentMember:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "log_level": 3,
+                **debugging,
                 **(settings or {}),
-            }
+            },
+            **({"logger": _LogTail(self._log)} if debug_tail else {}),
         )
         self.errors: list[Any] = []
+        self._logs_at_errors: list[str] = []
         self.rejoin_signals: list[Any] = []
         self.next_offsets: dict[Key, int] = {}
         self._stop = threading.Event()
@@ -331,6 +341,15 @@ class ConfluentMember:
 
     def owned(self) -> set[Key]:
         return self.ledger.owned_by(self.name)
+
+    def log_tail(self) -> str:
+        """librdkafka's log (only with `debug_tail`): the last lines before each error, then
+        the last lines now."""
+        return "\n".join([*self._logs_at_errors, "-- now:", *self._log])
+
+    def _failed(self, error: Any) -> None:
+        self.errors.append(error)
+        self._logs_at_errors.append(f"-- before {error}:\n" + "\n".join(self._log))
 
     def close(self, timeout: float = 30.0) -> None:
         self._stop.set()
@@ -351,7 +370,7 @@ class ConfluentMember:
                     asynchronous=False,
                 )
             except KafkaException as exc:
-                self.errors.append(exc)
+                self._failed(exc)
                 committed = None
         self.ledger.released(self.name, keys, "revoked", committed)
 
@@ -366,7 +385,7 @@ class ConfluentMember:
         if error.code() == KafkaError.REBALANCE_IN_PROGRESS:
             self.rejoin_signals.append(error)
         else:
-            self.errors.append(error)
+            self._failed(error)
 
     def _run(self) -> None:
         consumer = self.consumer
@@ -388,9 +407,19 @@ class ConfluentMember:
                 try:
                     consumer.commit(asynchronous=True)
                 except KafkaException as exc:
-                    self.errors.append(exc)
+                    self._failed(exc)
         consumer.close()
         self.stopped.set()
+
+
+class _LogTail:
+    """A logger for librdkafka (confluent-kafka calls its `log`) keeping the last lines."""
+
+    def __init__(self, lines: deque[str]) -> None:
+        self.lines = lines
+
+    def log(self, level: int, message: str, *args: Any) -> None:
+        self.lines.append(f"{time.monotonic():.3f} {message % args if args else message}")
 
 
 # -- producing -----------------------------------------------------------------------------------------
