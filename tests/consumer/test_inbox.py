@@ -42,8 +42,12 @@ def test_a_waiter_gets_an_item_put_by_another_thread() -> None:
     inbox: Inbox[str] = Inbox()
     threading.Timer(0.05, inbox.put, args=("late",)).start()
     assert inbox.get(timeout=5) == "late"
+    got: list[str] = []
+    waiter = threading.Thread(target=lambda: got.append(inbox.get()), daemon=True)  # no timeout
+    waiter.start()
     threading.Timer(0.05, inbox.put, args=("no timeout",)).start()
-    assert inbox.get() == "no timeout"
+    waiter.join(timeout=5)
+    assert got == ["no timeout"]
 
 
 def _longest_wait(inbox: Any, seconds: float) -> float:
@@ -74,3 +78,30 @@ def _longest_wait(inbox: Any, seconds: float) -> float:
 def test_a_wait_ends_at_its_timeout_while_another_thread_takes_the_items() -> None:
     # queue.SimpleQueue here waited until the stealer stopped (10.5 s of 10 s runs)
     assert _longest_wait(Inbox(), seconds=2.0) < 0.5
+
+
+def test_an_item_put_just_after_a_waiter_looked_wakes_it() -> None:
+    """The put comes between the waiter's look at the items and its wait (another thread, let
+    in at that moment): the waiter still wakes at once rather than at its timeout."""
+    inbox: Inbox[str] = Inbox()
+    items = inbox._items
+
+    class PutAfterTheLook:
+        looks = 0
+
+        def empty(self) -> bool:
+            was_empty = items.empty()
+            self.looks += 1
+            if self.looks == 1:  # the look under the lock, before waiting
+                putter = threading.Thread(target=inbox.put, args=("just in time",))
+                putter.start()
+                putter.join(timeout=0.2)  # it may need the lock this waiter holds to notify
+            return was_empty
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(items, name)
+
+    inbox._items = PutAfterTheLook()  # type: ignore[assignment]
+    started = time.monotonic()
+    assert inbox.get(timeout=5) == "just in time"
+    assert time.monotonic() - started < 2
