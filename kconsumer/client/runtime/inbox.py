@@ -8,7 +8,7 @@ and its deadline passes in that moment (the recomputed timeout goes negative, wh
 takes as "wait forever"). A synchronous commit whose answer the poll thread ran then hung for
 good: the answer was there, its waiter never looked again (docs/testing.md, "A wait that
 outlived its timeout"). Here items live in a `SimpleQueue` (the empty and non-blocking paths
-stay as fast: poll() asks `empty()` on every call) and blocking waits use a
+stay cheap: poll() asks `empty()` on every call) and blocking waits use a
 `threading.Condition` whose timeouts hold.
 """
 
@@ -48,13 +48,12 @@ class Inbox(Generic[Item]):
         """The next item, waiting up to `timeout` seconds (None: until one comes); raises
         `queue.Empty` when none came in time, or at once when not `block`. An item another
         thread takes first does not end the wait."""
-        try:
-            return self._items.get_nowait()
-        except queue.Empty:
-            if not block or (timeout is not None and timeout <= 0):
-                raise
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            try:
+                return self._items.get_nowait()
+            except queue.Empty:  # none yet, or another waiter took it
+                pass
             with self._arrived:
                 # counted before looking: a put() after the look sees the count and notifies,
                 # which waits for this lock, so for the wait below
@@ -62,15 +61,11 @@ class Inbox(Generic[Item]):
                 try:
                     if self._items.empty():
                         left = None if deadline is None else deadline - time.monotonic()
-                        if left is not None and left <= 0:
+                        if not block or (left is not None and left <= 0):
                             raise queue.Empty
                         self._arrived.wait(left)
                 finally:
                     self._waiters -= 1
-            try:
-                return self._items.get_nowait()
-            except queue.Empty:  # none came, or another waiter took it
-                continue
 
     def qsize(self) -> int:
         """How many items are queued."""
