@@ -162,6 +162,7 @@ class Consumer(HandleFacade):
                 KafkaError(KafkaError._STATE, "subscribe(): unassign() the manual assignment first")
             )
         self._engine.subscribed = True
+        self._engine.fetcher.announce_topics(names)
         app.callbacks = Callbacks(on_assign, on_revoke, on_lost, listener, app.callbacks.on_assignment)
         runtime.post(Subscribe(topics=names, pattern=pattern, callbacks=app.callbacks.kinds()))
 

@@ -19,6 +19,7 @@ order of assign, unassign, position and callbacks is exactly the order the membe
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
     OFFSET_INVALID,
+    KafkaError,
     KafkaException,
     Message,
     TopicPartition,
@@ -76,6 +78,8 @@ class Fetcher:
         self._rewound: dict[Key, tuple[int, int | None]] = {}
         #: Topics whose metadata this handle has fetched (see `learn_topics`).
         self._known_topics: set[str] = set()
+        #: Topics named to librdkafka ahead of their assignment (see `announce_topics`).
+        self._announced: set[str] = set()
         self._closed = False
 
     @property
@@ -113,6 +117,8 @@ class Fetcher:
         unknown = topics - self._known_topics
         if not unknown:
             return
+        if unknown <= self._announced and not self._can_reach_a_broker(next(iter(unknown))):
+            return  # librdkafka asks for them itself with its first connection (`announce_topics`)
         try:
             if len(unknown) == 1:
                 metadata = self._handle.list_topics(next(iter(unknown)), timeout=METADATA_TIMEOUT_S)
@@ -123,6 +129,32 @@ class Fetcher:
         # Not a topic the answer lacks or has an error for (not created yet): asked again later.
         found = metadata.topics
         self._known_topics.update(t for t in unknown if t in found and found[t].error is None)
+
+    def announce_topics(self, topics: Iterable[str]) -> None:
+        """Name topics this handle will probably fetch (the subscribed ones), without waiting.
+
+        A new handle drops its bootstrap connection once the first metadata names the brokers,
+        and librdkafka connects to a broker "of its choice" again only half of
+        ``reconnect.backoff.ms`` after the first such connection: a metadata request made in
+        that window (`learn_topics` when a new member gets its partitions 10-30 ms after it
+        starts) waits 30-50 ms for it. A topic librdkafka knows of before then (this call makes
+        it create the topic at once; its answer is "no broker yet", expected and ignored) is in
+        the metadata request of the handle's first connection, so its leaders are known when
+        the assignment comes. `learn_topics` then does not ask again while no broker can be
+        reached (docs/benchmarks.md, "A young fetch handle")."""
+        for topic in set(topics) - self._known_topics - self._announced:
+            with contextlib.suppress(KafkaException):  # the usual answer: nothing waited for
+                self._handle.list_topics(topic, timeout=0)
+            self._announced.add(topic)
+
+    def _can_reach_a_broker(self, topic: str) -> bool:
+        """Whether a metadata request for `topic` would go out now (a broker is connected), not
+        wait for librdkafka's next connection; asks without waiting for the answer."""
+        try:
+            self._handle.list_topics(topic, timeout=0)
+        except KafkaException as exc:
+            return bool(exc.args[0].code() != KafkaError._TRANSPORT)
+        return True
 
     def unassign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Stop fetching `partitions`; their queued, not yet returned records are dropped."""
@@ -319,6 +351,9 @@ class MembershipOnlyFetcher:
         pass
 
     def learn_topics(self, topics: set[str]) -> None:
+        pass
+
+    def announce_topics(self, topics: Iterable[str]) -> None:
         pass
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
