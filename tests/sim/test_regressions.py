@@ -56,16 +56,18 @@ REGRESSIONS: dict[str, list[int]] = {
 MIXED_REGRESSIONS: dict[str, list[int]] = {
     # A classic member resolved its SyncGroup assignment's names with a Metadata request that
     # failed, kept a recreated topic's old id and fetched offsets by it forever (RECONCILING;
-    # the seed needs offset_fetch_retries_deleted_topics undone too, see its revert).
-    "classic_sync_resolves_names_with_failed_metadata": [215],
+    # the seed needs offset_fetch_retries_deleted_topics undone too, see its revert; 215 until a
+    # newcomer's heartbeat schedule changed its course, then 2237, the only one of 0-5999).
+    "classic_sync_resolves_names_with_failed_metadata": [2237],
     # A classic eager member's user commit, retried across a coordinator failover, landed after
     # the rebalance that took its partitions and gave them back had fetched the older committed
     # offsets: the member then committed that older position over it.
     "offset_fetch_ignores_commits_under_way": [6028],
     # A classic member's offset fetch, begun before its topic was deleted (and created again),
     # was answered UNKNOWN_TOPIC_ID and retried for good: its reconciliation, and every
-    # assignment after it, never finished.
-    "offset_fetch_retries_deleted_topics": [215],
+    # assignment after it, never finished (215 until a newcomer's heartbeat schedule changed its
+    # course; none of 0-5999 since, 7432 the first of 6000-17999).
+    "offset_fetch_retries_deleted_topics": [7432],
     # A classic member inside a consumer group took a SyncGroup's topic by name after the topic
     # had been deleted and created again: partitions of the new topic nobody had given it.
     "classic_member_takes_recreated_topics": [3845],

@@ -194,7 +194,7 @@ class HeartbeatExchange:
             # A new epoch or an assignment: the group is changing (a join's answer always counts,
             # whatever it holds: the schedule knows which heartbeat was a join).
             news = response.member_epoch != schedule.in_flight_epoch or response.assignment is not None
-            schedule.succeeded(response.heartbeat_interval_ms, now_ms, news)
+            schedule.succeeded(response.heartbeat_interval_ms, now_ms, news, response.member_epoch)
             return Accepted(response)
         return Rejected(code, message, schedule.in_flight_epoch)
 

@@ -35,6 +35,8 @@ class HeartbeatSchedule:
         self._last_sent_ms: int | None = None
         #: The collecting slot after an answer that showed the group changing (grid only).
         self._collect_at: int | None = None
+        #: Whether the heartbeat in flight went at (or after) the collecting slot.
+        self._in_flight_collecting = False
         self._retry = Retry(backoff)
 
     def set_wall_offset(self, offset_ms: int) -> None:
@@ -79,17 +81,22 @@ class HeartbeatSchedule:
         self.in_flight_leave = leave
         self.in_flight_epoch = member_epoch
         self._last_sent_ms = now_ms
-        if self._collect_at is not None and now_ms >= self._collect_at:
+        self._in_flight_collecting = self._collect_at is not None and now_ms >= self._collect_at
+        if self._in_flight_collecting:
             self._collect_at = None
 
-    def succeeded(self, interval_ms: int, now_ms: int = 0, news: bool = False) -> None:
-        """A response without error arrived at `now_ms`; `interval_ms` is its HeartbeatIntervalMs.
-        `news`: it showed the group changing (a new epoch or assignment). The answer to a join
-        is news whatever it holds: Apache Kafka answers a join with a new epoch, but librdkafka's
-        mock cluster answers epoch 0 and no assignment while the newcomer's partitions are all
-        still held, and the newcomer must still collect them once the others release them. On
-        the grid, the next heartbeat after news collects what the others release (`grid`)."""
-        joined = self.in_flight_epoch == 0
+    def succeeded(self, interval_ms: int, now_ms: int = 0, news: bool = False, epoch: int = 0) -> None:
+        """A response without error arrived at `now_ms`; `interval_ms` is its HeartbeatIntervalMs,
+        `epoch` its member epoch. `news`: it showed the group changing (a new epoch or
+        assignment). The answer to a join is news whatever it holds: Apache Kafka answers a join
+        with a new epoch, but librdkafka's mock cluster answers epoch 0 and no assignment while
+        the newcomer's partitions are all still held, and the newcomer must still collect them
+        once the others release them. On the grid, the next heartbeat after news collects what
+        the others release (`grid`). A newcomer whose collecting heartbeat brings it out of
+        epoch 0 has collected: its next heartbeat is at the coming tick, with the others (the
+        join rule would put it a collecting delay after that tick, where it would hear of the
+        next change later than they do)."""
+        joined = self.in_flight_epoch == 0 and not (self._in_flight_collecting and epoch > 0)
         self.in_flight = None
         self.interval_ms = max(interval_ms, 0)
         self._retry.succeeded()
@@ -115,3 +122,4 @@ class HeartbeatSchedule:
         self.in_flight = None
         self._last_sent_ms = None
         self._collect_at = None
+        self._in_flight_collecting = False
