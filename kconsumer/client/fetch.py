@@ -19,7 +19,6 @@ order of assign, unassign, position and callbacks is exactly the order the membe
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -143,13 +142,12 @@ class Fetcher:
         the assignment comes. `learn_topics` then does not ask again while no broker can be
         reached (docs/benchmarks.md, "A young fetch handle")."""
         for topic in set(topics) - self._known_topics - self._announced:
-            with contextlib.suppress(KafkaException):  # the usual answer: nothing waited for
-                self._handle.list_topics(topic, timeout=0)
+            self._can_reach_a_broker(topic)  # either way librdkafka now knows the topic
             self._announced.add(topic)
 
     def _can_reach_a_broker(self, topic: str) -> bool:
-        """Whether a metadata request for `topic` would go out now (a broker is connected), not
-        wait for librdkafka's next connection; asks without waiting for the answer."""
+        """Ask for `topic`'s metadata without waiting for the answer: whether the request went
+        out now (a broker is connected), not waiting for librdkafka's next connection."""
         try:
             self._handle.list_topics(topic, timeout=0)
         except KafkaException as exc:
