@@ -16,9 +16,10 @@ of every member (each closes once its replacement's process is ready, that is ha
 client, as a deployment's readiness check has it; the new one starts; the next restart waits
 until the newcomer owns a partition). A member process is started only once it is ready
 (`rebalance_members`). A second run with static members (``group.instance.id``) does a static rolling
-restart (the newcomer reuses the instance id). Every event starts after a
-random wait of up to one heartbeat interval (`HeartbeatPhases`: a group's repeated joins, and its
-repeated leaves, each wait one point of every equal slice of the interval, in random order).
+restart (the newcomer reuses the instance id). Every event starts at a random point of the
+heartbeat interval after the group went quiet (`rebalance_phases`: a cell's joins over all its
+runs take one point of every equal slice of the interval, in random order, and so do its leaves,
+its crashes and its rolling restarts).
 
 Per event, from its start to convergence (every partition owned by a live member, the group
 balanced, every partition that changed hands consumed again by its new owner, no change for a quiet
@@ -46,7 +47,6 @@ defaults (auto-commit every 5 s) except the group timers, the same everywhere: s
 from __future__ import annotations
 
 import multiprocessing
-import random
 import threading
 import time
 import uuid
@@ -56,8 +56,18 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .common import broker, log
-from .rebalance_measure import Events, converged_since, handover_phases, measure, medians, timeline
+from .rebalance_measure import (
+    QUIET_S,
+    Events,
+    converged_since,
+    handover_phases,
+    last_change,
+    measure,
+    medians,
+    timeline,
+)
 from .rebalance_members import MAX_RATE, RATE_PER_PARTITION, TIMERS, TOPIC, member_process, producer
+from .rebalance_phases import HeartbeatPhases, PhasePlan
 
 #: (name, broker, client kind) in report order.
 COMBOS = (
@@ -158,6 +168,9 @@ class Group:
             target=producer, args=(bootstrap, partitions, rate, self._producer_stop), daemon=True
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
+        #: When the group last went quiet (its last ownership change plus the quiet period), as
+        #: the latest `wait_converged` found it: the next event's wait counts from there.
+        self.quiet = time.monotonic()
 
     def spawn(self, instance_id: str | None = None) -> Member:
         """A new member process, imported and waiting for `start`."""
@@ -242,9 +255,12 @@ class Group:
         while time.monotonic() < deadline:
             time.sleep(0.2)
             now = time.monotonic()
-            if converged_since(timeline(self.log.snapshot(), self.partitions), self.partitions, since, now):
+            tl = timeline(self.log.snapshot(), self.partitions)
+            if converged_since(tl, self.partitions, since, now):
+                self.quiet = last_change(tl, since) + QUIET_S
                 return True, now
-        return False, time.monotonic()
+        self.quiet = time.monotonic()
+        return False, self.quiet
 
     def owns(self, member: Member) -> bool:
         return bool(timeline(self.log.snapshot(), self.partitions)["held"].get(member.name))
@@ -336,7 +352,7 @@ def _dynamic_run(
     n: int,
     p: int,
     events: Sequence[str],
-    repeats: int,
+    plan: PhasePlan,
 ) -> list[EventResult]:
     results: list[EventResult] = []
     group = Group(kind, bootstrap, p, static=False)
@@ -344,10 +360,11 @@ def _dynamic_run(
         originals = [group.spawn() for _ in range(n)]
         spare = group.spawn()
         group.form(originals)
-        joins, leaves, once = HeartbeatPhases(repeats), HeartbeatPhases(repeats), HeartbeatPhases(1)
-        for _ in range(repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
+        joins = plan.phases(name, broker_kind, n, p, "join")
+        leaves = plan.phases(name, broker_kind, n, p, "leave")
+        for _ in range(plan.repeats):  # join and leave are cheap: repeat them (heartbeat phases vary)
             if "join" in events:
-                joins.wait()
+                joins.wait_after(group.quiet)
                 since = group.start(spare)
                 group.wait_owns(spare, _settle_timeout(n))
                 ok, until = group.wait_converged(since, _settle_timeout(n))
@@ -356,7 +373,7 @@ def _dynamic_run(
             if "leave" in events:
                 victim = group.live()[0]
                 alone = len(group.live()) == 1
-                leaves.wait()
+                leaves.wait_after(group.quiet)
                 since = time.monotonic()
                 group.leave(victim)
                 spare, note = _replace_if_alone(group, spare, alone)
@@ -368,50 +385,17 @@ def _dynamic_run(
         if "crash" in events:
             victim = group.live()[0]
             alone = len(group.live()) == 1
-            once.wait()
+            plan.phases(name, broker_kind, n, p, "crash").wait_after(group.quiet)
             since = group.kill(victim)
             spare, note = _replace_if_alone(group, spare, alone)
             ok, until = group.wait_converged(since, _settle_timeout(n))
             results.append(_result(name, broker_kind, n, p, "crash", group, since, ok, until, note))
         if "rolling-dynamic" in events:
-            results.append(_rolling(name, broker_kind, group, n, p, "rolling-dynamic", spare))
+            phases = plan.phases(name, broker_kind, n, p, "rolling-dynamic")
+            results.append(_rolling(name, broker_kind, group, n, p, "rolling-dynamic", spare, phases))
     finally:
         group.close()
     return results
-
-
-class HeartbeatPhases:
-    """Random waits of up to one heartbeat interval, before the events of one kind a group repeats.
-
-    How long partitions stay unowned after a join, leave or crash depends on where the event falls
-    in the members' heartbeat cycles (each member hears of a new target at its next heartbeat).
-    Without a wait, an event starts a fixed time (the convergence check's quiet period) after the
-    previous one settled, so it falls at the same point of each client's cycles run after run, a
-    point set by that client's own timing: a bias that more runs do not average out. With a random
-    wait, the point is chance, drawn alike for every client.
-
-    Independent draws bunch, though: fifteen leaves whose waits happen to fall early in the
-    interval all wait long for the next heartbeat, and such a run says more about the draws than
-    about the client. So the waits are stratified: every `count` of them take one point of each of
-    `count` equal slices of the interval, the slices in random order, and a group's repeated
-    events cover its interval evenly, the same way for every client."""
-
-    def __init__(self, count: int, interval_s: float = TIMERS.heartbeat_interval_ms / 1000) -> None:
-        self.count = count
-        self.interval_s = interval_s
-        self._left: list[float] = []
-
-    def next(self) -> float:
-        """The next wait in seconds."""
-        if not self._left:
-            slices = list(range(self.count))
-            random.shuffle(slices)
-            self._left = [(k + random.random()) / self.count * self.interval_s for k in slices]
-        return self._left.pop()
-
-    def wait(self) -> None:
-        """Sleep the next wait."""
-        time.sleep(self.next())
 
 
 def _replace_if_alone(group: Group, spare: Member, alone: bool) -> tuple[Member, str]:
@@ -424,10 +408,17 @@ def _replace_if_alone(group: Group, spare: Member, alone: bool) -> tuple[Member,
 
 
 def _rolling(
-    name: str, broker_kind: str, group: Group, n: int, p: int, event: str, spare: Member | None
+    name: str,
+    broker_kind: str,
+    group: Group,
+    n: int,
+    p: int,
+    event: str,
+    spare: Member | None,
+    phases: HeartbeatPhases,
 ) -> EventResult:
     """Restart every live member, one after the other."""
-    HeartbeatPhases(1).wait()
+    phases.wait_after(group.quiet)
     since = time.monotonic()
     for old in list(group.live()):
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
@@ -445,12 +436,15 @@ def _rolling(
     return _result(name, broker_kind, n, p, event, group, since, ok, until)
 
 
-def _static_run(name: str, broker_kind: str, kind: str, bootstrap: str, n: int, p: int) -> list[EventResult]:
+def _static_run(
+    name: str, broker_kind: str, kind: str, bootstrap: str, n: int, p: int, plan: PhasePlan
+) -> list[EventResult]:
     group = Group(kind, bootstrap, p, static=True)
     try:
         originals = [group.spawn() for _ in range(n)]
         group.form(originals)
-        return [_rolling(name, broker_kind, group, n, p, "rolling-static", None)]
+        phases = plan.phases(name, broker_kind, n, p, "rolling-static")
+        return [_rolling(name, broker_kind, group, n, p, "rolling-static", None, phases)]
     finally:
         group.close()
 
@@ -458,11 +452,12 @@ def _static_run(name: str, broker_kind: str, kind: str, bootstrap: str, n: int, 
 def run(settings: Settings) -> list[EventResult]:
     """Every (client, broker, group size, partitions) of the settings, each with its events;
     with `Settings.runs` > 1, the whole set again that many times, each measure the median."""
-    runs = [_one_run(settings, number) for number in range(1, settings.runs + 1)]
+    plan = PhasePlan(settings.repeats, settings.runs)
+    runs = [_one_run(settings, number, plan) for number in range(1, settings.runs + 1)]
     return runs[0] if len(runs) == 1 else medians(runs)
 
 
-def _one_run(settings: Settings, number: int) -> list[EventResult]:
+def _one_run(settings: Settings, number: int, plan: PhasePlan) -> list[EventResult]:
     if settings.runs > 1:
         log(f"rebalance: run {number} of {settings.runs}")
     results: list[EventResult] = []
@@ -478,10 +473,10 @@ def _one_run(settings: Settings, number: int) -> list[EventResult]:
                         try:
                             if dynamic:
                                 results += _dynamic_run(
-                                    name, broker_kind, kind, bootstrap, n, p, dynamic, settings.repeats
+                                    name, broker_kind, kind, bootstrap, n, p, dynamic, plan
                                 )
                             if "rolling-static" in settings.events:
-                                results += _static_run(name, broker_kind, kind, bootstrap, n, p)
+                                results += _static_run(name, broker_kind, kind, bootstrap, n, p, plan)
                         except Exception as exc:  # one broken combination must not sink the rest
                             log(f"  FAILED: {type(exc).__name__}: {exc}")
                             results.append(

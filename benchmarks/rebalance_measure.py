@@ -87,15 +87,17 @@ def converged_since(tl: dict[str, Any], partitions: int, since: float, now: floa
     counts = [len(held[m]) for m in live] or [0]
     if max(counts) - min(counts) > 1:
         return False
-    last_change = since
     for p in range(partitions):
         moved = [t for t in changes[p] if t >= since]
-        if not moved:
-            continue
-        last_change = max(last_change, moved[-1])
-        if not any(t >= moved[-1] and name in owners[p] for t, name, _ in reversed(consumed[p])):
+        if moved and not any(t >= moved[-1] and name in owners[p] for t, name, _ in reversed(consumed[p])):
             return False
-    return now - last_change >= QUIET_S
+    return now - last_change(tl, since) >= QUIET_S
+
+
+def last_change(tl: dict[str, Any], since: float) -> float:
+    """The latest change of any partition's owners at or after `since` (`since` if none): a
+    converged group has been quiet since then (and for `QUIET_S` at least)."""
+    return max((t for times in tl["changes"].values() for t in times if t >= since), default=since)
 
 
 def measure(

@@ -93,13 +93,50 @@ def test_hand_over_phases_of_a_crash_and_of_nothing_moving() -> None:
 
 
 def test_repeated_events_wait_one_point_of_every_slice_of_the_heartbeat_interval() -> None:
-    from benchmarks.rebalance import HeartbeatPhases
+    from benchmarks.rebalance_phases import HeartbeatPhases
 
     phases = HeartbeatPhases(15, interval_s=1.0)
     for _block in range(3):  # each 15 waits: one in each fifteenth of the interval
         waits = [phases.next() for _ in range(15)]
         assert sorted(int(w * 15) for w in waits) == list(range(15)), waits
     assert 0.0 <= HeartbeatPhases(1, interval_s=1.0).next() < 1.0
+
+
+def test_a_cells_events_of_one_kind_are_stratified_over_all_its_runs() -> None:
+    from benchmarks.rebalance_phases import PhasePlan
+
+    plan = PhasePlan(repeats=3, runs=3)
+    crashes = [plan.phases("kconsumer", "kafka", 4, 16, "crash").next() for _run in range(3)]
+    assert sorted(int(w * 3) for w in crashes) == [0, 1, 2], crashes  # one a run: three thirds
+    leaves = [plan.phases("kconsumer", "kafka", 4, 16, "leave").next() for _ in range(9)]
+    assert sorted(int(w * 9) for w in leaves) == list(range(9)), leaves  # three a run: nine ninths
+    assert plan.phases("k", "kafka", 4, 16, "join") is not plan.phases("k", "kafka", 8, 64, "join")
+
+
+def test_an_events_wait_counts_from_when_the_group_went_quiet_not_from_when_that_was_seen() -> None:
+    from benchmarks.rebalance_phases import LEAD_S, HeartbeatPhases
+
+    phases = HeartbeatPhases(1, interval_s=1.0)
+    wait = phases.next()
+    phases._left = [wait]  # the draw start_after will take
+    assert phases.start_after(quiet=100.0, now=100.2) == pytest.approx(100.0 + LEAD_S + wait)
+    phases._left = [wait]  # seen late: whole intervals later, the same point of the interval
+    late = phases.start_after(quiet=100.0, now=103.7)
+    intervals = late - (100.0 + LEAD_S + wait)
+    assert late >= 103.7 and intervals == pytest.approx(round(intervals)), late
+
+
+def test_a_group_has_been_quiet_since_its_last_ownership_change() -> None:
+    events = [
+        ("subscribed", 0.0, "a", []),
+        ("assign", 0.5, "a", [0, 1]),
+        ("revoke", 3.0, "a", [1]),
+        ("records", 3.5, "a", [(0, 1)]),
+        ("assign", 3.2, "b", [1]),
+    ]
+    tl = rebalance_measure.timeline(sorted(events, key=lambda e: e[1]), 2)
+    assert rebalance_measure.last_change(tl, since=1.0) == 3.2
+    assert rebalance_measure.last_change(tl, since=4.0) == 4.0  # nothing changed since then
 
 
 def test_several_rebalance_runs_report_each_measure_s_median() -> None:
