@@ -276,3 +276,51 @@ def test_batch_size_readers_read_everything(capsys: pytest.CaptureFixture[str]) 
     for call in ("consume(7)", "consume(100)", "poll()"):
         for client in ("kconsumer", "confluent tuned"):
             assert f"  {client} {call}: " in out
+
+
+def test_leave_waits_reads_each_clients_heartbeats_from_a_trace_folder(tmp_path: pathlib.Path) -> None:
+    from benchmarks import leave_waits
+
+    def kconsumer(time: float, epoch: int) -> str:
+        sent = f"SendHeartbeat(request_id=1, member_epoch={epoch}, version=1, leave={epoch < 0})"
+        return f"{time:.4f} kconsumer-thread 1 event Tick() -> ['{sent}']\n"
+
+    def librdkafka(wall: float, epoch: int) -> str:
+        return (
+            f"%7|{wall:.3f}|HEARTBEAT|rdkafka#consumer-1| [thrd:main]: GroupCoordinator/1:"
+            f' ConsumerGroupHeartbeat of member id "x", group id "g", generation id {epoch},'
+            ' current assignment ""\n'
+        )
+
+    def java(seconds: str, epoch: int) -> str:
+        return (
+            f"2026-12-03T00:00:{seconds}+0000 [thread] DEBUG org.apache.kafka.clients.NetworkClient - Sending"
+            " CONSUMER_GROUP_HEARTBEAT request with header RequestHeader(apiKey=CONSUMER_GROUP_HEARTBEAT) and"
+            f" timeout 30000 to node 1: ConsumerGroupHeartbeatRequestData(groupId='g', memberEpoch={epoch})\n"
+        )
+
+    # kconsumer (monotonic times): m1 leaves at 10.2; m2 and m3 heartbeat at 10.0 and 11.01
+    (tmp_path / "m1.log").write_text(kconsumer(10.0, 5) + kconsumer(10.2, -1))
+    for name in ("m2", "m3"):
+        (tmp_path / f"{name}.log").write_text(kconsumer(10.0, 5) + kconsumer(11.01, 6))
+    # librdkafka (wall-clock seconds; monotonic = wall - 1000): m4 leaves at 20.5, m5 beats at 20.1 and 21.1
+    rdkafka_offset = "monotonic-minus-wall -1000.0\n"
+    (tmp_path / "m4.rdkafka.log").write_text(rdkafka_offset + librdkafka(1020.0, 3) + librdkafka(1020.5, -1))
+    (tmp_path / "m5.rdkafka.log").write_text(rdkafka_offset + librdkafka(1020.1, 3) + librdkafka(1021.1, 3))
+    # the Java client (wall-clock milliseconds): m6 leaves 0.3 s after midnight, m7 beats at 0.1 and 1.1
+    midnight = 1796256000.0  # 2026-12-03T00:00:00Z
+    java_offset = f"monotonic-minus-wall {30.0 - midnight}\n"
+    (tmp_path / "m6.java.log").write_text(java_offset + java("00.000", 4) + java("00.300", -1))
+    (tmp_path / "m7.java.log").write_text(java_offset + java("00.100", 4) + java("01.100", 4))
+
+    folder = leave_waits.read_folder(str(tmp_path))
+    found = {client: leave_waits.leaves(client, members) for client, members in folder.items()}
+    assert [(leave.member, leave.waits) for leave in found["kconsumer"]] == [
+        ("m1", pytest.approx([0.81, 0.81]))
+    ]
+    assert [(leave.member, leave.waits) for leave in found["confluent-kafka"]] == [
+        ("m4", pytest.approx([0.6]))
+    ]
+    assert [(leave.member, leave.at, leave.waits) for leave in found["Java"]] == [
+        ("m6", pytest.approx(30.3), pytest.approx([0.8]))
+    ]
