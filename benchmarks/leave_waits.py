@@ -17,8 +17,9 @@ client, a wait is on average half a heartbeat interval when leaves fall at rando
 members' cycles; kconsumer's members, heartbeating together (docs/heartbeat-alignment.md), all
 wait the same time in one leave, other clients' members each their own.
 
-A librdkafka log is rewritten by each member process of that name, so in a folder of several
-runs it holds the last one only; kconsumer traces and Java logs keep every run.
+Member names repeat from run to run (every group's first member is ``m1``); each process adds
+its lines to its name's files, and a leave's waits are those of the members heartbeating within
+`AROUND_S` of it, so the runs of one folder do not mix.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ AROUND_S = 1.5
 _KCONSUMER = re.compile(r"SendHeartbeat\(request_id=\d+, member_epoch=(-?\d+)")
 _LIBRDKAFKA = re.compile(r"ConsumerGroupHeartbeat of member id .*?generation id (-?\d+)")
 _JAVA = re.compile(r"Sending CONSUMER_GROUP_HEARTBEAT request.*?memberEpoch=(-?\d+)")
+_CLOCK = "monotonic-minus-wall "
 _JAVA_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})")
 
 
@@ -65,17 +67,24 @@ def kconsumer_heartbeats(lines: list[str]) -> list[Heartbeat]:
     return beats
 
 
-def _offset(lines: list[str]) -> float:
-    """The monotonic clock minus the wall clock, from a client log's first line."""
-    if not lines or not lines[0].startswith("monotonic-minus-wall "):
-        raise ValueError("not a member trace's client log: no monotonic-minus-wall first line")
-    return float(lines[0].split()[1])
+def _clocked(lines: list[str]) -> list[tuple[float, str]]:
+    """A client log's lines with the monotonic clock minus the wall clock of the process that
+    wrote each (the ``monotonic-minus-wall`` line before it: one per member process of that name)."""
+    if not lines or not lines[0].startswith(_CLOCK):
+        raise ValueError(f"not a member trace's client log: it does not start with a {_CLOCK.strip()} line")
+    clocked, offset = [], 0.0
+    for line in lines:
+        if line.startswith(_CLOCK):
+            offset = float(line.split()[1])
+        else:
+            clocked.append((offset, line))
+    return clocked
 
 
 def librdkafka_heartbeats(lines: list[str]) -> list[Heartbeat]:
     """A librdkafka log's heartbeats (``%7|<wall seconds>|HEARTBEAT|...`` lines)."""
-    offset, beats = _offset(lines), []
-    for line in lines[1:]:
+    beats = []
+    for offset, line in _clocked(lines):
         match = _LIBRDKAFKA.search(line)
         if match:
             beats.append((float(line.split("|")[1]) + offset, int(match.group(1)) < 0))
@@ -84,8 +93,8 @@ def librdkafka_heartbeats(lines: list[str]) -> list[Heartbeat]:
 
 def java_heartbeats(lines: list[str]) -> list[Heartbeat]:
     """A Java consumer log's heartbeats (its NetworkClient's requests, wall-clock milliseconds)."""
-    offset, beats = _offset(lines), []
-    for line in lines[1:]:
+    beats = []
+    for offset, line in _clocked(lines):
         match, when = _JAVA.search(line), _JAVA_TIME.match(line)
         if match and when:
             wall = datetime.datetime.strptime(when.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()

@@ -55,10 +55,11 @@ def trace_callbacks(callback: Any, directory: str, name: str) -> Any:
 
 
 def _wall_clock_log(directory: str, filename: str) -> str:
-    """Create `directory`/`filename` for a client's own log lines, which carry wall-clock times:
-    its first line gives this process's monotonic clock minus the wall clock. Returns its path."""
+    """Open `directory`/`filename` for a client's own log lines, which carry wall-clock times, and
+    add a line giving this process's monotonic clock minus the wall clock; the lines after it are
+    this process's (a later member of the same name in another run adds its own). Returns its path."""
     path = os.path.join(directory, filename)
-    with open(path, "w") as out:
+    with open(path, "a") as out:
         out.write(f"monotonic-minus-wall {time.monotonic() - time.time():.6f}\n")
     return path
 
@@ -66,9 +67,9 @@ def _wall_clock_log(directory: str, filename: str) -> str:
 def librdkafka_trace(directory: str, name: str) -> dict[str, Any]:
     """For a confluent-kafka member: librdkafka's own log lines (group and protocol debugging:
     every request sent and answer received) go to `directory`/`name`.rdkafka.log, the process's
-    standard error, written by librdkafka's threads as they happen (wall-clock times; the file's
-    first line gives this process's monotonic clock minus the wall clock, to set them beside the
-    reports). Returns the settings to add to the consumer's configuration."""
+    standard error, written by librdkafka's threads as they happen (wall-clock times, after a line
+    giving this process's monotonic clock minus the wall clock, to set them beside the reports).
+    Returns the settings to add to the consumer's configuration."""
     path = _wall_clock_log(directory, f"{name}.rdkafka.log")
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND)
     os.dup2(descriptor, 2)
@@ -90,8 +91,8 @@ JAVA_TRACED_LOGGERS = (
 def java_trace(directory: str, name: str) -> tuple[list[str], IO[str]]:
     """For a Java consumer member: the JVM options that log its hand-over (`JAVA_TRACED_LOGGERS`
     at DEBUG, wall-clock times in milliseconds) and the file to give the JVM as standard error,
-    `directory`/`name`.java.log, whose first line gives this process's monotonic clock minus the
-    wall clock (as `librdkafka_trace`'s)."""
+    `directory`/`name`.java.log, its lines after one giving this process's monotonic clock minus
+    the wall clock (as `librdkafka_trace`'s)."""
     path = _wall_clock_log(directory, f"{name}.java.log")
     out = open(path, "a")  # noqa: SIM115 - the JVM's standard error, closed by the caller
     options = [f"-Dorg.slf4j.simpleLogger.log.{logger}=debug" for logger in JAVA_TRACED_LOGGERS]

@@ -306,7 +306,10 @@ def test_leave_waits_reads_each_clients_heartbeats_from_a_trace_folder(tmp_path:
     # librdkafka (wall-clock seconds; monotonic = wall - 1000): m4 leaves at 20.5, m5 beats at 20.1 and 21.1
     rdkafka_offset = "monotonic-minus-wall -1000.0\n"
     (tmp_path / "m4.rdkafka.log").write_text(rdkafka_offset + librdkafka(1020.0, 3) + librdkafka(1020.5, -1))
-    (tmp_path / "m5.rdkafka.log").write_text(rdkafka_offset + librdkafka(1020.1, 3) + librdkafka(1021.1, 3))
+    earlier_run = "monotonic-minus-wall -2000.0\n" + librdkafka(2001.0, 7)  # an earlier m5's process
+    (tmp_path / "m5.rdkafka.log").write_text(
+        earlier_run + rdkafka_offset + librdkafka(1020.1, 3) + librdkafka(1021.1, 3)
+    )
     # the Java client (wall-clock milliseconds): m6 leaves 0.3 s after midnight, m7 beats at 0.1 and 1.1
     midnight = 1796256000.0  # 2026-12-03T00:00:00Z
     java_offset = f"monotonic-minus-wall {30.0 - midnight}\n"
@@ -314,6 +317,8 @@ def test_leave_waits_reads_each_clients_heartbeats_from_a_trace_folder(tmp_path:
     (tmp_path / "m7.java.log").write_text(java_offset + java("00.100", 4) + java("01.100", 4))
 
     folder = leave_waits.read_folder(str(tmp_path))
+    m5 = folder["confluent-kafka"]["m5"]  # each process's lines on its own clock line's offset
+    assert [t for t, _ in m5] == pytest.approx([1.0, 20.1, 21.1]) and not any(leave for _, leave in m5)
     found = {client: leave_waits.leaves(client, members) for client, members in folder.items()}
     assert [(leave.member, leave.waits) for leave in found["kconsumer"]] == [
         ("m1", pytest.approx([0.81, 0.81]))
