@@ -102,11 +102,11 @@ def java_heartbeats(lines: list[str]) -> list[Heartbeat]:
     return beats
 
 
-#: Client name, file suffix, reader.
+#: Client name, file suffix, reader; kconsumer's plain ``.log`` last, as the others end with it too.
 CLIENT_LOGS = (
-    ("kconsumer", ".log", kconsumer_heartbeats),
     ("confluent-kafka", ".rdkafka.log", librdkafka_heartbeats),
     ("Java", ".java.log", java_heartbeats),
+    ("kconsumer", ".log", kconsumer_heartbeats),
 )
 
 
@@ -115,7 +115,7 @@ def read_folder(folder: str) -> dict[str, dict[str, list[Heartbeat]]]:
     clients: dict[str, dict[str, list[Heartbeat]]] = {}
     for path in sorted(glob.glob(os.path.join(folder, "m*.log"))):
         base = os.path.basename(path)
-        for client, suffix, reader in sorted(CLIENT_LOGS, key=lambda c: -len(c[1])):
+        for client, suffix, reader in CLIENT_LOGS:
             if base.endswith(suffix):
                 with open(path, errors="replace") as file:
                     beats = reader(file.read().splitlines())

@@ -67,7 +67,7 @@ from .rebalance_measure import (
     timeline,
 )
 from .rebalance_members import MAX_RATE, RATE_PER_PARTITION, TIMERS, TOPIC, member_process, producer
-from .rebalance_phases import HeartbeatPhases, PhasePlan
+from .rebalance_phases import PhasePlan
 
 #: (name, broker, client kind) in report order.
 COMBOS = (
@@ -391,8 +391,7 @@ def _dynamic_run(
             ok, until = group.wait_converged(since, _settle_timeout(n))
             results.append(_result(name, broker_kind, n, p, "crash", group, since, ok, until, note))
         if "rolling-dynamic" in events:
-            phases = plan.phases(name, broker_kind, n, p, "rolling-dynamic")
-            results.append(_rolling(name, broker_kind, group, n, p, "rolling-dynamic", spare, phases))
+            results.append(_rolling(name, broker_kind, group, n, p, "rolling-dynamic", spare, plan))
     finally:
         group.close()
     return results
@@ -415,10 +414,10 @@ def _rolling(
     p: int,
     event: str,
     spare: Member | None,
-    phases: HeartbeatPhases,
+    plan: PhasePlan,
 ) -> EventResult:
     """Restart every live member, one after the other."""
-    phases.wait_after(group.quiet)
+    plan.phases(name, broker_kind, n, p, event).wait_after(group.quiet)
     since = time.monotonic()
     for old in list(group.live()):
         new = spare if spare is not None and not group.static else group.spawn(old.instance_id)
@@ -443,8 +442,7 @@ def _static_run(
     try:
         originals = [group.spawn() for _ in range(n)]
         group.form(originals)
-        phases = plan.phases(name, broker_kind, n, p, "rolling-static")
-        return [_rolling(name, broker_kind, group, n, p, "rolling-static", None, phases)]
+        return [_rolling(name, broker_kind, group, n, p, "rolling-static", None, plan)]
     finally:
         group.close()
 
