@@ -37,6 +37,13 @@ from kconsumer.testing import ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
 
+# The worker's runtime logs its start, rebalances and shutdown steps, timed, so that a failure's
+# message (the log's tail) says where the worker spent its time.
+LOG_OPTIONS = [
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.connect.runtime=info",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+]
 TOPIC = "ticks"
 GROUP = "connect-cluster"
 
@@ -51,6 +58,7 @@ class ConnectWorker:
     """One `ConnectDistributed` process, its REST port and its log."""
 
     def __init__(self, command: list[str], cluster: ReferenceCluster, directory: Path, name: str) -> None:
+        self.command = command
         self.port = free_port()
         self.log = directory / f"{name}.log"
         properties = directory / f"{name}.properties"
@@ -76,7 +84,8 @@ class ConnectWorker:
             )
         )
         with self.log.open("w") as log:
-            self.process = subprocess.Popen([*command, str(properties)], stdout=log, stderr=subprocess.STDOUT)
+            arguments = [command[0], *LOG_OPTIONS, *command[1:], str(properties)]
+            self.process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT)
 
     @property
     def worker_id(self) -> str:
@@ -103,9 +112,23 @@ class ConnectWorker:
         raise AssertionError(f"the worker's REST API did not come up: {self.log.read_text()[-3000:]}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, sig)
+        """Signal the worker and wait for it to exit; if it does not within a minute, fail with
+        its log's tail and a thread dump (what its shutdown is waiting on), then kill it."""
+        if self.process.poll() is not None:
+            return
+        os.kill(self.process.pid, sig)
+        try:
             self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            dump = subprocess.run(
+                ["jstack", str(self.process.pid)], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+            self.process.kill()
+            self.process.wait(10)
+            raise AssertionError(
+                f"the worker did not stop within 60 s of signal {sig}:\n{self.log.read_text()[-6000:]}\n"
+                f"its threads:\n{dump}"
+            ) from None
 
 
 @pytest.fixture
@@ -215,7 +238,7 @@ def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
     assert {f"ticks-{i}" for i in range(3)} <= set(found), found
     assert_no_gaps(found)
 
-    again = ConnectWorker(second.process.args[:-1], cluster, first.log.parent, "worker-3")  # type: ignore[index]
+    again = ConnectWorker(second.command, cluster, first.log.parent, "worker-3")
     again.wait_up()
     wait_placement(first, lambda p: set(p.values()) == {first.worker_id, again.worker_id})
     again.stop(signal.SIGKILL)  # a crash: after the session timeout and the scheduled delay
