@@ -6,9 +6,12 @@ them: a kconsumer worker on the new protocol converts their group into a worker 
 Connect workers follow the coordinator's assignments inside it, and get the group back when it
 leaves.
 
-What this proves about the reference cluster: classic groups for a protocol type other than
-``consumer`` (Connect's own JoinGroup metadata and assignments, passed through untouched),
-CreateTopics with configs, the idempotent producers and offset-storage reads Connect relies on.
+The hand-over test runs on both backends, Apache Kafka 4.4 and the reference cluster: the same
+workers, the same steps, the same checks. What it proves about the reference cluster: classic
+groups for a protocol type other than ``consumer`` (Connect's own JoinGroup metadata and
+assignments, passed through untouched), CreateTopics with configs, the idempotent producers and
+offset-storage reads Connect relies on, all as Kafka answers them. The migration test is the
+reference cluster's alone (worker groups are the Connect seed's, which Kafka has not shipped).
 
 The ledger: every task's lines carry a sequence number resumed from the source offsets Connect
 stores; after the hand-overs each task's sequence has no gap (at least once: a line may repeat
@@ -17,6 +20,7 @@ after a kill, none may be missing).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import stable_classic_group
+from backends import Cluster, open_cluster, stable_classic_group
 from waiting import wait_until
 
 from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
@@ -57,7 +61,7 @@ def free_port() -> int:
 class ConnectWorker:
     """One `ConnectDistributed` process, its REST port and its log."""
 
-    def __init__(self, command: list[str], cluster: ReferenceCluster, directory: Path, name: str) -> None:
+    def __init__(self, command: list[str], cluster: Cluster, directory: Path, name: str) -> None:
         self.command = command
         self.port = free_port()
         self.log = directory / f"{name}.log"
@@ -131,20 +135,39 @@ class ConnectWorker:
             ) from None
 
 
+@contextlib.contextmanager
+def two_workers(
+    cluster: Cluster, command: list[str], directory: Path
+) -> Iterator[tuple[Cluster, list[ConnectWorker]]]:
+    """Two Connect workers on `cluster` (with the connector's topic), killed when done."""
+    cluster.create_topic(TOPIC, 2)
+    started = [ConnectWorker(command, cluster, directory, f"worker-{i}") for i in (1, 2)]
+    try:
+        for worker in started:
+            worker.wait_up()
+        yield cluster, started
+    finally:
+        for worker in started:
+            worker.stop(signal.SIGKILL)
+
+
 @pytest.fixture
 def workers(
+    backend: str, connect_worker_command: list[str], tmp_path: Path
+) -> Iterator[tuple[Cluster, list[ConnectWorker]]]:
+    """Two Connect workers on a cluster of each backend (their group's timers are the workers'
+    own, set in their properties: a classic group's session and heartbeat are its members')."""
+    with open_cluster(backend) as cluster, two_workers(cluster, connect_worker_command, tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def reference_workers(
     connect_worker_command: list[str], tmp_path: Path
 ) -> Iterator[tuple[ReferenceCluster, list[ConnectWorker]]]:
-    with ReferenceCluster() as cluster:
-        cluster.create_topic(TOPIC, 2)
-        started = [ConnectWorker(connect_worker_command, cluster, tmp_path, f"worker-{i}") for i in (1, 2)]
-        try:
-            for worker in started:
-                worker.wait_up()
-            yield cluster, started
-        finally:
-            for worker in started:
-                worker.stop(signal.SIGKILL)
+    """Two Connect workers on a reference cluster."""
+    with ReferenceCluster() as cluster, two_workers(cluster, connect_worker_command, tmp_path) as running:
+        yield cluster, running[1]
 
 
 def task_placement(worker: ConnectWorker) -> dict[str, str]:
@@ -171,7 +194,7 @@ def wait_placement(worker: ConnectWorker, ok: Any, timeout: float = 60) -> dict[
     raise AssertionError(f"placement never settled: {placed}\n{worker.log.read_text()[-2000:]}")
 
 
-def lines(cluster: ReferenceCluster) -> dict[str, list[int]]:
+def lines(cluster: Cluster) -> dict[str, list[int]]:
     """Each task's sequence numbers found in the topic."""
     found: dict[str, list[int]] = {}
     for partition in range(2):
@@ -186,15 +209,13 @@ def assert_no_gaps(found: dict[str, list[int]]) -> None:
         assert set(sequences) == set(range(max(sequences) + 1)), f"{task} lost lines"
 
 
-def assert_connect_protocol_reads(
-    cluster: ReferenceCluster, spread: dict[str, str], workers: set[str]
-) -> None:
+def assert_connect_protocol_reads(cluster: Cluster, spread: dict[str, str], workers: set[str]) -> None:
     """kconsumer's codec of Connect's protocol (`connect_protocol`, which the reference
-    coordinator uses to convert a classic connect group) reads what Connect 4.4 wrote: each
-    member's JoinGroup metadata (its REST url, config offset and allocation) and its SyncGroup
-    assignment, and together they place the connector and its tasks where Connect says they run."""
-    group = cluster.classic_group_state(GROUP)
-    assert group is not None
+    coordinator uses to convert a classic connect group) reads what Connect 4.4 wrote, as the
+    coordinator describes the group: each member's JoinGroup metadata (its REST url, config offset
+    and allocation) and its SyncGroup assignment, and together they place the connector and its
+    tasks where Connect says they run."""
+    group = stable_classic_group(cluster, GROUP)
     runs: dict[str, set[str]] = {}
     for member in group.members.values():
         state = decode_worker_state(member.metadata(group.protocol_name))
@@ -210,9 +231,7 @@ def assert_connect_protocol_reads(
     assert runs == expected, (runs, expected)
 
 
-def test_a_connect_cluster_runs_and_hands_tasks_over_on_the_reference_cluster(
-    workers: tuple[ReferenceCluster, list[ConnectWorker]],
-) -> None:
+def test_a_connect_cluster_runs_and_hands_tasks_over(workers: tuple[Cluster, list[ConnectWorker]]) -> None:
     cluster, (first, second) = workers
     create_ticks(first)
     spread = wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
@@ -272,7 +291,7 @@ def task_states(worker: ConnectWorker) -> dict[str, tuple[str, str]]:
 
 
 def test_a_kconsumer_worker_converts_a_connect_cluster_s_group_and_hands_it_back(
-    workers: tuple[ReferenceCluster, list[ConnectWorker]],
+    reference_workers: tuple[ReferenceCluster, list[ConnectWorker]],
 ) -> None:
     """Migration with Kafka Connect's own workers: a new-protocol kconsumer worker declaring the
     same units (the connector and its three tasks) joins the Connect cluster's classic group,
@@ -282,7 +301,7 @@ def test_a_kconsumer_worker_converts_a_connect_cluster_s_group_and_hands_it_back
     and Connect's own leader runs everything on the Connect workers. No task loses a line."""
     from kconsumer.workers import WorkerGroup
 
-    cluster, (first, second) = workers
+    cluster, (first, second) = reference_workers
     create_ticks(first)
     wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
 
