@@ -37,7 +37,7 @@ from backends import Cluster, open_cluster, stable_classic_group
 from waiting import wait_until
 
 from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
-from kconsumer.testing import ReferenceCluster
+from kconsumer.testing import ApacheKafka, ReferenceCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -151,6 +151,25 @@ def two_workers(
             worker.stop(signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def broker_side(cluster: Cluster) -> Iterator[None]:
+    """A failure inside carries the cluster's side: the topics it lists and, on Apache Kafka,
+    each node's log lines about the connector's topic (its creation, any deletion) and the end of
+    its log. (A CI run once found the connector's topic unknown to Kafka right after its creation.)"""
+    try:
+        yield
+    except BaseException as failure:
+        failure.add_note(f"the cluster's topics: {cluster.topics()}")
+        if isinstance(cluster, ApacheKafka):
+            for node_id in cluster.brokers():
+                log = cluster.node_log(node_id, lines=20_000).splitlines()
+                about = [line for line in log if TOPIC in line]
+                heading = f"=== node {node_id}: {len(about)} lines about {TOPIC!r} ==="
+                failure.add_note("\n".join([heading, *about[-60:]]))
+                failure.add_note(f"=== node {node_id}: the end of its log ===\n" + "\n".join(log[-80:]))
+        raise
+
+
 @pytest.fixture
 def workers(
     backend: str, connect_worker_command: list[str], tmp_path: Path
@@ -233,6 +252,13 @@ def assert_connect_protocol_reads(cluster: Cluster, spread: dict[str, str], work
 
 def test_a_connect_cluster_runs_and_hands_tasks_over(workers: tuple[Cluster, list[ConnectWorker]]) -> None:
     cluster, (first, second) = workers
+    with broker_side(cluster):
+        hand_tasks_over(cluster, first, second)
+
+
+def hand_tasks_over(cluster: Cluster, first: ConnectWorker, second: ConnectWorker) -> None:
+    """Run the connector on both workers, stop one cleanly, start another and kill it; each time
+    the tasks move, and no task's sequence has a gap."""
     create_ticks(first)
     spread = wait_placement(first, lambda p: set(p.values()) == {first.worker_id, second.worker_id})
     group = stable_classic_group(cluster, GROUP)
