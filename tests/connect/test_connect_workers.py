@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import Cluster, open_cluster, stable_classic_group
+from backends import Cluster, node_logs, open_cluster, stable_classic_group
 from waiting import wait_until
 
 from kconsumer.assignment.connect_protocol import decode_assignment, decode_worker_state
@@ -136,16 +136,14 @@ class ConnectWorker:
 
 
 @contextlib.contextmanager
-def two_workers(
-    cluster: Cluster, command: list[str], directory: Path
-) -> Iterator[tuple[Cluster, list[ConnectWorker]]]:
+def two_workers(cluster: Cluster, command: list[str], directory: Path) -> Iterator[list[ConnectWorker]]:
     """Two Connect workers on `cluster` (with the connector's topic), killed when done."""
     cluster.create_topic(TOPIC, 2)
     started = [ConnectWorker(command, cluster, directory, f"worker-{i}") for i in (1, 2)]
     try:
         for worker in started:
             worker.wait_up()
-        yield cluster, started
+        yield started
     finally:
         for worker in started:
             worker.stop(signal.SIGKILL)
@@ -166,7 +164,7 @@ def broker_side(cluster: Cluster) -> Iterator[None]:
                 about = [line for line in log if TOPIC in line]
                 heading = f"=== node {node_id}: {len(about)} lines about {TOPIC!r} ==="
                 failure.add_note("\n".join([heading, *about[-60:]]))
-                failure.add_note(f"=== node {node_id}: the end of its log ===\n" + "\n".join(log[-80:]))
+            failure.add_note(node_logs(cluster, lines=80))
         raise
 
 
@@ -176,8 +174,8 @@ def workers(
 ) -> Iterator[tuple[Cluster, list[ConnectWorker]]]:
     """Two Connect workers on a cluster of each backend (their group's timers are the workers'
     own, set in their properties: a classic group's session and heartbeat are its members')."""
-    with open_cluster(backend) as cluster, two_workers(cluster, connect_worker_command, tmp_path) as running:
-        yield running
+    with open_cluster(backend) as cluster, two_workers(cluster, connect_worker_command, tmp_path) as started:
+        yield cluster, started
 
 
 @pytest.fixture
@@ -185,8 +183,8 @@ def reference_workers(
     connect_worker_command: list[str], tmp_path: Path
 ) -> Iterator[tuple[ReferenceCluster, list[ConnectWorker]]]:
     """Two Connect workers on a reference cluster."""
-    with ReferenceCluster() as cluster, two_workers(cluster, connect_worker_command, tmp_path) as running:
-        yield cluster, running[1]
+    with ReferenceCluster() as cluster, two_workers(cluster, connect_worker_command, tmp_path) as started:
+        yield cluster, started
 
 
 def task_placement(worker: ConnectWorker) -> dict[str, str]:
